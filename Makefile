@@ -1,0 +1,98 @@
+# attnbench: build, test, benchmark, profile, plot.
+#   make            build build/attnbench
+#   make test       CPU tests (and GPU verification where a GPU is present)
+#   make quick      the default quick sweep on this GPU
+#   make sanitize   quick verification under compute-sanitizer (memcheck, racecheck)
+#   make plots      render plots/*.png from results CSVs
+#   make ncu ARGS="run ..." / make nsys ARGS="run ..."   profile one configuration
+#   make ci-gpu     CI suite on this GPU, compared with results/baseline/<gpu>.csv
+
+NVCC      ?= nvcc
+CC        ?= gcc
+CUDA_HOME ?= $(patsubst %/bin/nvcc,%,$(shell which $(NVCC) 2>/dev/null))
+BUILD     ?= build
+VERSION   := $(shell git describe --always --dirty --abbrev=12 2>/dev/null || echo unknown)
+
+GENCODE   ?= -gencode=arch=compute_90a,code=sm_90a -gencode=arch=compute_90,code=compute_90
+CFLAGS    += -std=c11 -O2 -g -Wall -Wextra -Werror=implicit-function-declaration \
+             -D_POSIX_C_SOURCE=200809L -I$(CUDA_HOME)/include -DATTNBENCH_VERSION=\"$(VERSION)\" \
+             -DATTNBENCH_SUITE_DIR=\"$(CURDIR)/bench/suites\"
+NVFLAGS   += -std=c++17 -O3 -g -lineinfo $(GENCODE) -Xcompiler -Wall \
+             --expt-relaxed-constexpr -DATTNBENCH_VERSION=\"$(VERSION)\"
+LDLIBS    += -lcublas -lcuda -lm
+
+HOST_SRC  := $(wildcard harness/*.c reference/*.c kernels/*.c bench/cmd_*.c)
+CU_SRC    := $(wildcard harness/*.cu kernels/*.cu)
+OBJ       := $(HOST_SRC:%.c=$(BUILD)/%.o) $(CU_SRC:%.cu=$(BUILD)/%.o)
+LIB       := $(BUILD)/libattnbench.a
+TEST_SRC  := $(wildcard tests/test_*.c)
+TEST_BIN  := $(TEST_SRC:tests/%.c=$(BUILD)/tests/%)
+
+.PHONY: all test cpu-test gpu-verify quick sanitize plots ncu nsys ci-gpu clean
+all: $(BUILD)/attnbench
+
+$(BUILD)/%.o: %.c
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -MMD -MP -c $< -o $@
+$(BUILD)/%.o: %.cu
+	@mkdir -p $(dir $@)
+	$(NVCC) $(NVFLAGS) -MMD -MP -c $< -o $@
+$(LIB): $(OBJ)
+	@rm -f $@
+	ar rcs $@ $^
+$(BUILD)/attnbench: $(BUILD)/bench/main.o $(LIB)
+	$(NVCC) $(GENCODE) -o $@ $^ $(LDLIBS)
+$(BUILD)/tests/%: tests/%.c $(LIB)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -Itests -o $@.o -c $<
+	$(NVCC) $(GENCODE) -o $@ $@.o $(LIB) $(LDLIBS) -lcmocka
+
+# The CPU tests (cmocka binaries, then the shell tests of the command line), then,
+# where a GPU is usable, the quick GPU verification.
+test: cpu-test
+	@if $(BUILD)/attnbench peak >/dev/null 2>&1; then $(MAKE) --no-print-directory gpu-verify; \
+	 else echo "make test: no usable GPU here, GPU verification skipped"; fi
+cpu-test: $(BUILD)/attnbench $(TEST_BIN)
+	@tests/run_tests.sh $(BUILD)
+gpu-verify: $(BUILD)/attnbench
+	$(BUILD)/attnbench verify --suite quick
+
+# The main job: the default quick sweep, a readable table and a CSV.
+QUICK_CSV ?= $(BUILD)/quick.csv
+quick: $(BUILD)/attnbench
+	$(BUILD)/attnbench sweep --suite quick --out $(QUICK_CSV)
+
+sanitize: $(BUILD)/attnbench
+	compute-sanitizer --tool memcheck --error-exitcode 1 $(BUILD)/attnbench verify --suite quick
+	compute-sanitizer --tool racecheck --error-exitcode 1 $(BUILD)/attnbench verify --suite quick
+
+# Profile one configuration: make ncu ARGS="run --kernel fused --beam 16 --ctx 8k"
+# Only the timed launches are captured (--profile brackets them); clocks are left
+# as the GPU runs them (--clock-control none), so the numbers match the sweeps.
+PROFILE_DIR ?= results/profiles
+PROFILE_NAME ?= $(shell echo "$(ARGS)" | tr -c 'a-zA-Z0-9\n' '_' | tr -s _ | cut -c1-80)
+NCU_FLAGS ?= --set full --clock-control none --profile-from-start off
+ncu: $(BUILD)/attnbench
+	@test -n "$(ARGS)" || { echo 'make ncu: set ARGS, e.g. ARGS="run --kernel fused --beam 16"' >&2; exit 2; }
+	@mkdir -p $(PROFILE_DIR)
+	ncu $(NCU_FLAGS) -f -o $(PROFILE_DIR)/$(PROFILE_NAME) $(BUILD)/attnbench $(ARGS) --profile --iters 3 --warmup 1
+	ncu --import $(PROFILE_DIR)/$(PROFILE_NAME).ncu-rep --csv --page raw > $(PROFILE_DIR)/$(PROFILE_NAME).csv
+	@echo "report: $(PROFILE_DIR)/$(PROFILE_NAME).ncu-rep  metrics: $(PROFILE_DIR)/$(PROFILE_NAME).csv"
+NSYS_FLAGS ?= --capture-range=cudaProfilerApi --trace=cuda,nvtx
+nsys: $(BUILD)/attnbench
+	@test -n "$(ARGS)" || { echo 'make nsys: set ARGS, e.g. ARGS="run --kernel fused --beam 16"' >&2; exit 2; }
+	@mkdir -p $(PROFILE_DIR)
+	nsys profile $(NSYS_FLAGS) -f true -o $(PROFILE_DIR)/$(PROFILE_NAME) $(BUILD)/attnbench $(ARGS) --profile
+
+# The CI suite on this GPU, compared with the committed baseline of its kind.
+GPU ?= $(shell $(BUILD)/attnbench peak 2>/dev/null | awk '/^gpu/ {gsub(/[()]/, "", $$NF); print $$NF}')
+ci-gpu: $(BUILD)/attnbench
+	$(BUILD)/attnbench sweep --suite ci --out $(BUILD)/ci.csv
+	$(BUILD)/attnbench compare results/baseline/$(GPU).csv $(BUILD)/ci.csv
+
+include plots/plots.mk
+
+clean:
+	rm -rf $(BUILD)
+
+-include $(OBJ:.o=.d) $(BUILD)/bench/main.d

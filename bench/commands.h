@@ -1,0 +1,14 @@
+/* The subcommands of attnbench; each takes argv with argv[0] = its name and
+ * returns the process exit status (0 ok, 1 failure found, 2 bad input). */
+#ifndef ATTNBENCH_COMMANDS_H
+#define ATTNBENCH_COMMANDS_H
+
+int cmd_list(int argc, char **argv);
+int cmd_peak(int argc, char **argv);
+int cmd_run(int argc, char **argv);
+int cmd_sweep(int argc, char **argv);
+int cmd_verify(int argc, char **argv);
+int cmd_table(int argc, char **argv);
+int cmd_compare(int argc, char **argv);
+
+#endif

@@ -1,0 +1,37 @@
+/* attnbench: benchmark and verify the decode step of LLM attention. */
+#include <stdio.h>
+#include <string.h>
+#include "commands.h"
+#include "usage.h"
+
+#ifndef ATTNBENCH_VERSION
+#define ATTNBENCH_VERSION "unknown"
+#endif
+
+static const struct {
+    const char *name;
+    int (*run)(int argc, char **argv);
+} commands[] = {
+    {"list", cmd_list},   {"peak", cmd_peak},   {"run", cmd_run},         {"sweep", cmd_sweep},
+    {"verify", cmd_verify}, {"table", cmd_table}, {"compare", cmd_compare},
+};
+
+int main(int argc, char **argv)
+{
+    if (argc < 2) {
+        usage_print(stderr, NULL);
+        return 2;
+    }
+    if (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h") || !strcmp(argv[1], "help")) {
+        usage_print(stdout, argc > 2 && strcmp(argv[1], "help") == 0 ? argv[2] : NULL);
+        return 0;
+    }
+    if (!strcmp(argv[1], "--version")) {
+        printf("attnbench %s\n", ATTNBENCH_VERSION);
+        return 0;
+    }
+    for (size_t i = 0; i < sizeof commands / sizeof commands[0]; ++i)
+        if (!strcmp(argv[1], commands[i].name)) return commands[i].run(argc - 1, argv + 1);
+    fprintf(stderr, "attnbench: unknown command '%s' (try attnbench --help)\n", argv[1]);
+    return 2;
+}

@@ -1,0 +1,35 @@
+/* Device memory of one configuration, computed before anything is allocated
+ * (SPEC §3): a configuration that does not fit is a row with status `oom`. */
+#ifndef ATTNBENCH_MEMPLAN_H
+#define ATTNBENCH_MEMPLAN_H
+
+#include <stddef.h>
+#include "../kernels/registry.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct mem_plan {
+    kv_geometry_t geom;
+    int64_t kv_elements[2];   /* part 0: contiguous cache / paged pool / bifurcated context; part 1: bifurcated decoded */
+    int64_t num_blocks;       /* paged pool blocks (0 otherwise) */
+    size_t q, out, kv[2], block_table, block_owner, indirection, workspace, private_bytes;
+    size_t total;
+} mem_plan_t;
+
+/* Allocations are rounded up to this: what cudaMalloc really takes. */
+#define MEM_ALIGN ((size_t)2 << 20)
+/* Left free for the CUDA context, cuBLAS and the driver's own needs. */
+#define MEM_HEADROOM ((size_t)512 << 20)
+
+/* The memory `kernel` (after plan) needs for problem p. */
+void mem_plan_make(const problem_t *p, const attn_kernel_t *kernel, const attn_plan_t *plan,
+                   mem_plan_t *m);
+/* 1 when the plan fits into free_bytes of device memory, keeping MEM_HEADROOM. */
+int mem_plan_fits(const mem_plan_t *m, size_t free_bytes);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

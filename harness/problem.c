@@ -1,0 +1,109 @@
+#include "problem.h"
+
+#include <stdio.h>
+#include <string.h>
+
+problem_t problem_default(void)
+{
+    problem_t p = {
+        .batch = 1, .beam = 1, .heads = 32, .kv_heads = 32, .head_dim = 128,
+        .ctx = 8192, .gen = 128, .dtype = DTYPE_FP16, .cache = CACHE_CONTIGUOUS,
+        .block_size = 64, .indirection = false, .multi_block = MULTI_BLOCK_AUTO, .splits = 0,
+        .q_scaling = 1.0, .layers = 1, .model = NULL,
+    };
+    return p;
+}
+
+attn_type_t problem_attn_type(const problem_t *p)
+{
+    if (p->kv_heads == p->heads) return ATTN_MHA;
+    if (p->kv_heads == 1) return ATTN_MQA;
+    return ATTN_GQA;
+}
+
+static const char *const dtype_names[] = {"fp16", "bf16", "fp32"};
+static const char *const cache_names[] = {"contiguous", "paged"};
+static const char *const multi_block_names[] = {"auto", "off", "on"};
+static const char *const attn_names[] = {"mha", "gqa", "mqa"};
+
+size_t dtype_size(dtype_t t) { return t == DTYPE_FP32 ? 4 : 2; }
+const char *dtype_name(dtype_t t) { return dtype_names[t]; }
+const char *cache_name(cache_kind_t c) { return cache_names[c]; }
+const char *multi_block_name(multi_block_t m) { return multi_block_names[m]; }
+const char *attn_type_name(attn_type_t a) { return attn_names[a]; }
+
+static int lookup(const char *s, const char *const *names, int n)
+{
+    for (int i = 0; i < n; ++i)
+        if (strcmp(s, names[i]) == 0) return i;
+    return -1;
+}
+
+int dtype_parse(const char *s, dtype_t *out)
+{
+    int i = lookup(s, dtype_names, 3);
+    if (i < 0) return -1;
+    *out = (dtype_t)i;
+    return 0;
+}
+
+int cache_parse(const char *s, cache_kind_t *out)
+{
+    int i = lookup(s, cache_names, 2);
+    if (i < 0) return -1;
+    *out = (cache_kind_t)i;
+    return 0;
+}
+
+int multi_block_parse(const char *s, multi_block_t *out)
+{
+    int i = lookup(s, multi_block_names, 3);
+    if (i < 0) return -1;
+    *out = (multi_block_t)i;
+    return 0;
+}
+
+static int is_pow2(int x) { return x > 0 && (x & (x - 1)) == 0; }
+
+#define FAIL(...) do { snprintf(msg, msg_len, __VA_ARGS__); return -1; } while (0)
+
+int problem_validate(const problem_t *p, char *msg, size_t msg_len)
+{
+    const struct { const char *opt; int v; } positive[] = {
+        {"--batch", p->batch}, {"--beam", p->beam}, {"--heads", p->heads},
+        {"--kv-heads", p->kv_heads}, {"--head-dim", p->head_dim}, {"--ctx", p->ctx},
+        {"--gen", p->gen},
+    };
+    for (size_t i = 0; i < sizeof positive / sizeof positive[0]; ++i)
+        if (positive[i].v <= 0)
+            FAIL("%s must be a positive integer (got %d)", positive[i].opt, positive[i].v);
+    if (p->heads % p->kv_heads != 0)
+        FAIL("--kv-heads %d must divide --heads %d", p->kv_heads, p->heads);
+    if (p->head_dim % 8 != 0 || p->head_dim > 256)
+        FAIL("--head-dim %d must be a multiple of 8 and at most 256", p->head_dim);
+    if (p->cache == CACHE_PAGED && (!is_pow2(p->block_size) || p->block_size < 8 || p->block_size > 128))
+        FAIL("--block-size %d must be a power of two from 8 to 128", p->block_size);
+    if (p->splits < 0) FAIL("--splits must be a positive integer (got %d)", p->splits);
+    if (p->splits > SPLIT_LIMIT) FAIL("--splits %d is above the limit of %d", p->splits, SPLIT_LIMIT);
+    if (p->splits > 0 && p->multi_block == MULTI_BLOCK_OFF)
+        FAIL("--splits %d contradicts --multi-block off", p->splits);
+    if (!(p->q_scaling > 0.0)) FAIL("--q-scaling must be positive (got %g)", p->q_scaling);
+    if (p->layers <= 0) FAIL("--layers must be a positive integer (got %d)", p->layers);
+    if ((double)p->ctx + p->gen > 1 << 30) FAIL("--ctx + --gen must stay below 2^30 keys");
+    return 0;
+}
+
+void problem_describe(const problem_t *p, char *buf, size_t len)
+{
+    int n = snprintf(buf, len, "B%d W%d h%d g%d d%d ctx%d gen%d %s %s", p->batch, p->beam,
+                     p->heads, p->kv_heads, p->head_dim, p->ctx, p->gen, dtype_name(p->dtype),
+                     cache_name(p->cache));
+    if (n < 0 || (size_t)n >= len) return;
+    if (p->cache == CACHE_PAGED) n += snprintf(buf + n, len - n, " S%d", p->block_size);
+    if (n < 0 || (size_t)n >= len) return;
+    if (p->indirection) n += snprintf(buf + n, len - n, " indirection");
+    if (n < 0 || (size_t)n >= len) return;
+    if (p->splits) snprintf(buf + n, len - n, " splits%d", p->splits);
+    else if (p->multi_block != MULTI_BLOCK_AUTO)
+        snprintf(buf + n, len - n, " multi-block-%s", multi_block_name(p->multi_block));
+}

@@ -1,0 +1,73 @@
+/* The problem of SPEC §2: one decode step of one attention layer. */
+#ifndef ATTNBENCH_PROBLEM_H
+#define ATTNBENCH_PROBLEM_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <math.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef enum { DTYPE_FP16, DTYPE_BF16, DTYPE_FP32 } dtype_t;
+typedef enum { CACHE_CONTIGUOUS, CACHE_PAGED } cache_kind_t;
+typedef enum { MULTI_BLOCK_AUTO, MULTI_BLOCK_OFF, MULTI_BLOCK_ON } multi_block_t;
+typedef enum { ATTN_MHA, ATTN_GQA, ATTN_MQA } attn_type_t;
+
+/* The most splits --splits accepts. */
+#define SPLIT_LIMIT 1024
+
+typedef struct problem {
+    int batch;            /* B: independent requests */
+    int beam;             /* W: streams per request sharing its context */
+    int heads;            /* h: query heads */
+    int kv_heads;         /* g: key/value heads, divides h */
+    int head_dim;         /* d */
+    int ctx;              /* m_c: context length */
+    int gen;              /* m_d: decoded tokens per stream, current one included */
+    dtype_t dtype;
+    cache_kind_t cache;
+    int block_size;       /* S, paged cache only */
+    bool indirection;     /* beam search: decoded K/V read through cache_indirection */
+    multi_block_t multi_block;
+    int splits;           /* 0: planner decides; > 0: forced split count */
+    double q_scaling;     /* scale = 1 / (q_scaling * sqrt(d)) */
+    int layers;           /* layer count of the model preset (1 without one) */
+    const char *model;    /* preset name, NULL without one */
+} problem_t;
+
+/* The defaults of every option: the 7B model's attention, one request, one stream. */
+problem_t problem_default(void);
+
+static inline int problem_streams(const problem_t *p) { return p->batch * p->beam; }
+static inline int problem_group(const problem_t *p) { return p->heads / p->kv_heads; }
+static inline int problem_keys(const problem_t *p) { return p->ctx + p->gen; }
+static inline double problem_scale(const problem_t *p)
+{
+    return 1.0 / (p->q_scaling * sqrt((double)p->head_dim));
+}
+attn_type_t problem_attn_type(const problem_t *p);
+
+size_t dtype_size(dtype_t t);
+const char *dtype_name(dtype_t t);
+const char *cache_name(cache_kind_t c);
+const char *multi_block_name(multi_block_t m);
+const char *attn_type_name(attn_type_t a);
+/* Name -> enum; return 0 on success, -1 for an unknown name. */
+int dtype_parse(const char *s, dtype_t *out);
+int cache_parse(const char *s, cache_kind_t *out);
+int multi_block_parse(const char *s, multi_block_t *out);
+
+/* Checks the rules of SPEC §5. Returns 0 when valid; otherwise writes one line
+ * naming the option and the rule it breaks into msg and returns -1. */
+int problem_validate(const problem_t *p, char *msg, size_t msg_len);
+
+/* A short readable name ("B1 W16 h32 g8 d128 ctx8192 gen128 fp16 contiguous"). */
+void problem_describe(const problem_t *p, char *buf, size_t len);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

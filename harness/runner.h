@@ -1,0 +1,50 @@
+/* One (configuration, kernel) from plan to CSV row: memory plan, allocation,
+ * device fill, poisoned output, verification against the CPU reference, timing. */
+#ifndef ATTNBENCH_RUNNER_H
+#define ATTNBENCH_RUNNER_H
+
+#include <stdbool.h>
+#include <stdio.h>
+#include "../kernels/registry.h"
+#include "csv.h"
+#include "timing.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct runner {
+    device_info_t dev;
+    timer_t_ *timer;
+    timing_opts_t timing;
+    bool verify;          /* check the output of every row against the CPU reference */
+    bool time;            /* time the kernel (verify alone skips it) */
+    uint64_t seed;        /* base seed; each configuration derives its own */
+    long rows;            /* configurations run so far: varies the seed */
+} runner_t;
+
+/* Queries the GPU, measures its read bandwidth and tensor-core rate (`peak`) and
+ * makes the timer. Prints one line and returns -1 when no GPU is usable. */
+int runner_open(runner_t *r, const timing_opts_t *timing, bool verify, bool time, uint64_t seed);
+void runner_close(runner_t *r);
+
+/* Runs kernel k on problem p and fills row. Never exits: a CUDA error becomes
+ * status `error` (the context is rebuilt if the error was sticky). */
+void runner_row(runner_t *r, const problem_t *p, const attn_kernel_t *k, result_row_t *row);
+
+/* The row's configuration columns, without running anything (resume keys,
+ * unsupported rows). */
+void runner_describe_row(const runner_t *r, const problem_t *p, const attn_kernel_t *k,
+                         result_row_t *row);
+
+/* Readable one-line-per-row table on stdout, as rows complete. */
+void runner_print_header(FILE *f);
+void runner_print_row(FILE *f, const result_row_t *row);
+
+/* 1 when a row's status makes the command's exit status non-zero. */
+int row_failed(const result_row_t *row);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

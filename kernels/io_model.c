@@ -1,0 +1,28 @@
+/* The byte and FLOP arithmetic of one decode step (SPEC §6, the paper's IO model). */
+#include "registry.h"
+
+static double kv_row_bytes(const problem_t *p)
+{
+    /* K and V of every kv head at one position */
+    return 2.0 * p->kv_heads * p->head_dim * (double)dtype_size(p->dtype);
+}
+
+double io_kv_bytes_replicated(const problem_t *p)
+{
+    return (double)problem_streams(p) * problem_keys(p) * kv_row_bytes(p);
+}
+
+double io_kv_bytes_unique(const problem_t *p)
+{
+    return ((double)p->batch * p->ctx + (double)problem_streams(p) * p->gen) * kv_row_bytes(p);
+}
+
+double io_qo_bytes(const problem_t *p)
+{
+    return 2.0 * problem_streams(p) * p->heads * p->head_dim * (double)dtype_size(p->dtype);
+}
+
+double io_flops(const problem_t *p)
+{
+    return 4.0 * problem_streams(p) * p->heads * (double)problem_keys(p) * p->head_dim;
+}

@@ -1,0 +1,88 @@
+/* What each element of each layout's buffers holds: the logical data of
+ * logical_data.h placed by the address arithmetic of kv_layout.h. The device fill
+ * kernels and the host materialisation (CPU tests) both call these. */
+#ifndef ATTNBENCH_KV_FILL_H
+#define ATTNBENCH_KV_FILL_H
+
+#include <stdint.h>
+#include <string.h>
+#include "hd.h"
+#include "kv_layout.h"
+#include "logical_data.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+HD float quiet_nan(void)
+{
+    uint32_t bits = 0x7fc00000u;
+    float f;
+    memcpy(&f, &bits, sizeof f);
+    return f;
+}
+
+/* K/V (which) of stream `stream` at logical position pos, kv head `head`, element x:
+ * the context of its request for pos < m_c, else what the stream itself decoded. */
+HD float kv_logical(const kv_geometry_t *g, uint64_t seed, int stream, int which, int head,
+                    int pos, int x)
+{
+    if (pos < g->ctx)
+        return logical_ctx_kv(seed, g->kv_heads, g->ctx, g->head_dim, stream / g->beam, which,
+                              head, pos, x);
+    return logical_dec_kv(seed, g->kv_heads, g->gen, g->head_dim, stream, which, head,
+                          pos - g->ctx, x);
+}
+
+/* Element e of the contiguous cache [B*W, 2, g, L, d]. */
+HD float kv_contiguous_value(const kv_geometry_t *g, uint64_t seed, int64_t e)
+{
+    int64_t L = (int64_t)g->ctx + g->gen;
+    int x = (int)(e % g->head_dim); e /= g->head_dim;
+    int pos = (int)(e % L); e /= L;
+    int head = (int)(e % g->kv_heads); e /= g->kv_heads;
+    int which = (int)(e % 2); e /= 2;
+    return kv_logical(g, seed, (int)e, which, head, pos, x);
+}
+
+/* Element e of the paged pool [blocks, 2, g, S, d]. owner[b] is the stream whose
+ * tokens block b holds (for shared context blocks, any stream of the request),
+ * first_pos[b] the logical position of its first slot. Slots past the end of a
+ * sequence hold NaN, so that a kernel reading beyond L cannot go unnoticed. */
+HD float kv_paged_value(const kv_geometry_t *g, uint64_t seed, const int32_t *owner,
+                        const int32_t *first_pos, int64_t e)
+{
+    int x = (int)(e % g->head_dim); e /= g->head_dim;
+    int slot = (int)(e % g->block_size); e /= g->block_size;
+    int head = (int)(e % g->kv_heads); e /= g->kv_heads;
+    int which = (int)(e % 2); e /= 2;
+    int block = (int)e;
+    int pos = first_pos[block] + slot;
+    if (owner[block] < 0 || pos >= g->ctx + g->gen) return quiet_nan();
+    return kv_logical(g, seed, owner[block], which, head, pos, x);
+}
+
+/* Element e of the bifurcated context [B, 2, g, m_c, d]. */
+HD float kv_ctx_value(const kv_geometry_t *g, uint64_t seed, int64_t e)
+{
+    int x = (int)(e % g->head_dim); e /= g->head_dim;
+    int pos = (int)(e % g->ctx); e /= g->ctx;
+    int head = (int)(e % g->kv_heads); e /= g->kv_heads;
+    int which = (int)(e % 2); e /= 2;
+    return logical_ctx_kv(seed, g->kv_heads, g->ctx, g->head_dim, (int)e, which, head, pos, x);
+}
+
+/* Element e of the bifurcated decoded part [B*W, 2, g, m_d, d]. */
+HD float kv_dec_value(const kv_geometry_t *g, uint64_t seed, int64_t e)
+{
+    int x = (int)(e % g->head_dim); e /= g->head_dim;
+    int pos = (int)(e % g->gen); e /= g->gen;
+    int head = (int)(e % g->kv_heads); e /= g->kv_heads;
+    int which = (int)(e % 2); e /= 2;
+    return logical_dec_kv(seed, g->kv_heads, g->gen, g->head_dim, (int)e, which, head, pos, x);
+}
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,95 @@
+/* The one C interface to every attention kernel (SPEC §4). Adding a kernel means
+ * one new file under kernels/ defining an attn_kernel_t, and one line in registry.c. */
+#ifndef ATTNBENCH_REGISTRY_H
+#define ATTNBENCH_REGISTRY_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <cuda_runtime_api.h>
+#include "../harness/problem.h"
+#include "kv_layout.h"
+#include "split_plan.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* What the harness knows of the GPU; kernels plan from it. */
+typedef struct device_info {
+    char name[128];          /* as the driver names it */
+    char gpu[32];            /* short key used in CSVs and results/: "h100", "h200" */
+    int sm_count;
+    int smem_per_block_optin;
+    int smem_per_sm;
+    int l2_bytes;
+    size_t free_bytes, total_bytes;
+    double peak_read_gbps;   /* measured by `peak`; 0 before */
+    double peak_tc_tflops;   /* measured fp16 tensor-core GEMM rate; 0 before */
+} device_info_t;
+
+typedef struct attn_kernel attn_kernel_t;
+
+/* What a kernel resolved to run for one problem; the CSV row records it. */
+typedef struct attn_plan {
+    const attn_kernel_t *runs;   /* the kernel that really runs (differs only for `auto`) */
+    split_plan_t split;          /* split.splits == 1: single pass, no merge */
+    int variant;                 /* kernel-private choice (tile shape, code path) */
+} attn_plan_t;
+
+/* Bytes and FLOPs of one step (SPEC §6). */
+typedef struct attn_io {
+    double bytes;         /* what this kernel's algorithm must move at least */
+    double unique_bytes;  /* distinct data of the problem: the floor for any algorithm */
+    double flops;
+} attn_io_t;
+
+/* Device buffers of one configuration. Which are set depends on the layout. */
+typedef struct attn_args {
+    problem_t problem;
+    kv_geometry_t geom;
+    attn_plan_t plan;
+    const void *q;                 /* [B*W, h, d] */
+    void *out;                     /* [B*W, h, d] */
+    const void *kv;                /* contiguous [B*W, 2, g, L, d] or paged pool [blocks, 2, g, S, d] */
+    const void *kv_ctx;            /* bifurcated context [B, 2, g, m_c, d] */
+    const void *kv_dec;            /* bifurcated decoded [B*W, 2, g, m_d, d] */
+    const int32_t *block_table;    /* paged: [B*W, max_blocks_per_seq] */
+    const int32_t *indirection;    /* [B, W, L] with --indirection, else NULL */
+    void *workspace;               /* plan-dependent scratch, workspace_bytes() long, zeroed once */
+    void *state;                   /* the kernel's own, made by setup, freed by teardown */
+} attn_args_t;
+
+struct attn_kernel {
+    const char *name;
+    const char *summary;     /* one line for `list` */
+    const char *supports;    /* layouts, dtypes and features, for `list` */
+    /* NULL when the kernel runs this problem, else the reason, one line. */
+    const char *(*unsupported)(const problem_t *p);
+    /* Layout of the KV cache the kernel reads for this problem. */
+    kv_layout_t (*layout)(const problem_t *p);
+    void (*plan)(const problem_t *p, const device_info_t *dev, attn_plan_t *plan);
+    size_t (*workspace_bytes)(const problem_t *p, const attn_plan_t *plan);
+    /* Device memory the kernel allocates itself in setup (cuBLAS workspaces, logits). */
+    size_t (*private_bytes)(const problem_t *p, const attn_plan_t *plan);
+    attn_io_t (*io)(const problem_t *p, const attn_plan_t *plan);
+    /* Optional; outside timing. */
+    cudaError_t (*setup)(attn_args_t *a);
+    /* Enqueue one step on the stream; no synchronisation, capturable in a graph. */
+    cudaError_t (*launch)(attn_args_t *a, cudaStream_t stream);
+    void (*teardown)(attn_args_t *a);
+};
+
+/* NULL-terminated, in order of sophistication. */
+extern const attn_kernel_t *const attn_kernels[];
+const attn_kernel_t *attn_kernel_find(const char *name);
+
+/* The byte and FLOP arithmetic every kernel's model is built from. */
+double io_kv_bytes_replicated(const problem_t *p);   /* every stream reads its whole L */
+double io_kv_bytes_unique(const problem_t *p);       /* context once per request */
+double io_qo_bytes(const problem_t *p);               /* q read, out written */
+double io_flops(const problem_t *p);                  /* 4 * B*W * h * L * d */
+
+#ifdef __cplusplus
+}
+#endif
+#endif
