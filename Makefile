@@ -21,7 +21,7 @@ NVFLAGS   += -std=c++17 -O3 -g -lineinfo $(GENCODE) -Xcompiler -Wall \
              --expt-relaxed-constexpr -DATTNBENCH_VERSION=\"$(VERSION)\"
 LDLIBS    += -lcublas -lcuda -lm
 
-HOST_SRC  := $(wildcard harness/*.c reference/*.c kernels/*.c bench/cmd_*.c)
+HOST_SRC  := $(wildcard harness/*.c reference/*.c kernels/*.c bench/cmd_*.c) bench/usage.c
 CU_SRC    := $(wildcard harness/*.cu kernels/*.cu)
 OBJ       := $(HOST_SRC:%.c=$(BUILD)/%.o) $(CU_SRC:%.cu=$(BUILD)/%.o)
 LIB       := $(BUILD)/libattnbench.a
@@ -72,11 +72,13 @@ sanitize: $(BUILD)/attnbench
 PROFILE_DIR ?= results/profiles
 PROFILE_NAME ?= $(shell echo "$(ARGS)" | tr -c 'a-zA-Z0-9\n' '_' | tr -s _ | cut -c1-80)
 NCU_FLAGS ?= --set full --clock-control none --profile-from-start off
+NCU_METRICS ?= gpu__time_duration.sum,dram__bytes_read.sum,dram__throughput.avg.pct_of_peak_sustained_elapsed,sm__warps_active.avg.pct_of_peak_sustained_active,launch__grid_size,launch__registers_per_thread
 ncu: $(BUILD)/attnbench
 	@test -n "$(ARGS)" || { echo 'make ncu: set ARGS, e.g. ARGS="run --kernel fused --beam 16"' >&2; exit 2; }
 	@mkdir -p $(PROFILE_DIR)
 	ncu $(NCU_FLAGS) -f -o $(PROFILE_DIR)/$(PROFILE_NAME) $(BUILD)/attnbench $(ARGS) --profile --iters 3 --warmup 1
-	ncu --import $(PROFILE_DIR)/$(PROFILE_NAME).ncu-rep --csv --page raw > $(PROFILE_DIR)/$(PROFILE_NAME).csv
+	ncu --import $(PROFILE_DIR)/$(PROFILE_NAME).ncu-rep --csv --page raw --metrics $(NCU_METRICS) \
+	    > $(PROFILE_DIR)/$(PROFILE_NAME).csv
 	@echo "report: $(PROFILE_DIR)/$(PROFILE_NAME).ncu-rep  metrics: $(PROFILE_DIR)/$(PROFILE_NAME).csv"
 NSYS_FLAGS ?= --capture-range=cudaProfilerApi --trace=cuda,nvtx
 nsys: $(BUILD)/attnbench

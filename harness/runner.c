@@ -10,6 +10,7 @@
 #include "memplan.h"
 #include "nvtx.h"
 #include "peak.h"
+#include "presets.h"
 #include "../kernels/logical_data.h"
 #include "../reference/reference.h"
 
@@ -44,7 +45,7 @@ int runner_open(runner_t *r, const timing_opts_t *timing, bool verify, bool time
         r->dev.peak_read_gbps = peak.read_gbps;
         r->dev.peak_tc_tflops = peak.tc_tflops;
     }
-    if (e == cudaSuccess) e = timer_create(&r->timer, &r->dev);
+    if (e == cudaSuccess) e = timer_new(&r->timer, &r->dev);
     if (e != cudaSuccess) {
         fprintf(stderr, "attnbench: cannot set up the GPU: %s\n", cudaGetErrorString(e));
         return -1;
@@ -163,7 +164,7 @@ static cudaError_t launch_step(void *ctx, cudaStream_t s)
 }
 
 /* Compares the device output with the CPU reference on all rows or a sample. */
-static cudaError_t verify_output(const runner_t *r, const problem_t *p, const attn_args_t *a,
+static cudaError_t verify_output(const problem_t *p, const attn_args_t *a,
                                  const int32_t *host_indirection, uint64_t seed,
                                  result_row_t *row)
 {
@@ -216,7 +217,7 @@ static void recover(runner_t *r)
     timer_destroy(r->timer);
     r->timer = NULL;
     cudaDeviceReset();
-    if (timer_create(&r->timer, &r->dev) != cudaSuccess)
+    if (timer_new(&r->timer, &r->dev) != cudaSuccess)
         fprintf(stderr, "attnbench: the GPU did not recover from the previous error\n");
 }
 
@@ -244,7 +245,12 @@ void runner_row(runner_t *r, const problem_t *p, const attn_kernel_t *k, result_
     mem_plan_make(p, run, &plan, &m);
     size_t free_bytes = 0, total_bytes = 0;
     cudaMemGetInfo(&free_bytes, &total_bytes);
-    if (!mem_plan_fits(&m, free_bytes)) {
+    /* With a model preset the paper's rule: the whole model (fp16 weights and every
+     * layer's cache) must fit on the GPU, even though one layer is timed. */
+    const model_preset_t *model = p->model ? preset_find(p->model) : NULL;
+    int model_fits = !model ||
+        preset_model_bytes(model, (double)(m.kv[0] + m.kv[1])) + MEM_HEADROOM <= (double)total_bytes;
+    if (!model_fits || !mem_plan_fits(&m, free_bytes)) {
         snprintf(row->status, sizeof row->status, "%s", "oom");
         return;
     }
@@ -315,14 +321,12 @@ void runner_row(runner_t *r, const problem_t *p, const attn_kernel_t *k, result_
     CK(cudaStreamSynchronize(s));
     if (e == cudaSuccess && r->verify) {
         nvtx_push("verify");
-        e = verify_output(r, p, &a, b.host_indirection, seed, row);
+        e = verify_output(p, &a, b.host_indirection, seed, row);
         nvtx_pop();
     }
     if (e == cudaSuccess && r->time) {
         timing_result_t t;
-        nvtx_push("timed");
-        e = timer_run(r->timer, launch_step, &a, &r->timing, &t);
-        nvtx_pop();
+        e = timer_run(r->timer, launch_step, &a, &r->timing, &t); /* pushes warm-up, timed */
         if (e == cudaSuccess) {
             row->iters = t.iters;
             row->median_us = t.median_us;
@@ -367,7 +371,7 @@ void runner_print_header(FILE *f)
 
 void runner_print_row(FILE *f, const result_row_t *row)
 {
-    char kernel[40];
+    char kernel[72];
     if (strcmp(row->kernel, row->ran) != 0 && row->ran[0])
         snprintf(kernel, sizeof kernel, "%s>%s", row->kernel, row->ran);
     else

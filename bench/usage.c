@@ -1,0 +1,221 @@
+#include "usage.h"
+
+#include <string.h>
+#include "../harness/presets.h"
+#include "../kernels/registry.h"
+
+static const char top_text[] =
+    "attnbench: how fast is the decode step of LLM attention on this GPU, per kernel\n"
+    "strategy, and why. One query token per stream against a KV cache (MHA, GQA, MQA;\n"
+    "contiguous, paged or bifurcated cache; beam search), every kernel checked against\n"
+    "a CPU reference, results as CSV latency tables.\n"
+    "\n"
+    "usage: attnbench <command> [options]\n"
+    "\n"
+    "commands:\n"
+    "  list      kernels and what each supports\n"
+    "  peak      measured read/copy bandwidth and tensor-core rate of this GPU\n"
+    "  run       one configuration with one kernel: one row\n"
+    "  sweep     a grid or suite of configurations with several kernels, into a CSV\n"
+    "  verify    every kernel against the CPU reference; exit 1 on a mismatch\n"
+    "  table     a sweep CSV as a table (axes of your choice, or a paper table)\n"
+    "  compare   two sweep CSVs, row by row; exit 1 on a regression\n"
+    "\n"
+    "  attnbench <command> --help   that command's options (also: attnbench help CMD)\n"
+    "  attnbench --version          the source revision this binary was built from\n"
+    "\n"
+    "Exit status: 0 ok; 1 a row errored, mismatched or regressed; 2 bad input.\n"
+    "More: README.md (set-up, columns of the CSV, results) and bench/suites/.\n";
+
+static const char problem_text[] =
+    "problem (the bifurcated-attention paper's notation; [default]):\n"
+    "  -b, --batch B          independent requests (distinct contexts)         [1]\n"
+    "  -w, --beam W           streams per request sharing its context:\n"
+    "                         beams or parallel samples                        [1]\n"
+    "  -H, --heads h          query heads                                      [32]\n"
+    "  -g, --kv-heads g       key/value heads, must divide h:\n"
+    "                         g = h is MHA, g = 1 MQA, otherwise GQA           [32]\n"
+    "  -d, --head-dim d       head dimension, a multiple of 8 up to 256        [128]\n"
+    "  -c, --ctx m_c          context (prompt) length                          [8k]\n"
+    "      --gen m_d          tokens decoded per stream, the current one included [128]\n"
+    "  -t, --dtype T          fp16, bf16 or fp32                               [fp16]\n"
+    "      --cache C          contiguous or paged                     [contiguous]\n"
+    "  -S, --block-size S     paged block size, a power of two from 8 to 128   [64]\n"
+    "      --indirection      beam search: decoded K/V read through a random\n"
+    "                         cache_indirection history                        [off]\n"
+    "      --multi-block M    split-KV mode: off, on or auto                   [auto]\n"
+    "      --splits N         force N splits, 1 to 1024 (not with --multi-block off);\n"
+    "                         without it the kernel's planner decides\n"
+    "      --q-scaling X      scale = 1 / (X * sqrt(d)); one value             [1]\n"
+    "  -m, --model NAME       h, g, d and layers of a model preset; --heads,\n"
+    "                         --kv-heads, --head-dim, --layers given explicitly\n"
+    "                         win, in any order. Presets:\n"
+    "                         %s\n"
+    "      --layers N         layers the memory check counts; one value        [1]\n"
+    "Values: lists 1,2,4; ranges of powers of two 1:1024 (both ends powers of two);\n"
+    "suffixes k = 1024 and m = 1048576: --ctx 8k,16k:64k. run takes one value each;\n"
+    "sweep takes the product of all lists.\n";
+
+static const char timing_text[] =
+    "timing:\n"
+    "  -n, --iters N          timed launches; 0 = adaptive (10 to 1000 launches,\n"
+    "                         enough to fill --min-time)                       [0]\n"
+    "      --warmup N         untimed launches first                           [3]\n"
+    "      --min-time S       seconds of kernel time the adaptive count aims at [0.1]\n"
+    "      --hot              keep L2 warm (no flush before each timed launch)\n"
+    "      --graph            time the launch sequence captured in a CUDA graph\n"
+    "      --seed N           seed of the random inputs; 0 = from the clock    [0]\n";
+
+static const char list_text[] =
+    "usage: attnbench list\n"
+    "\n"
+    "Prints every kernel the binary has, one paragraph each: what it is and which\n"
+    "layouts, dtypes and features (paged cache, indirection, multi-block) it supports.\n"
+    "The names are the values of --kernel and --kernels.\n";
+
+static const char peak_text[] =
+    "usage: attnbench peak\n"
+    "\n"
+    "Measures what this GPU can do: device-memory read and copy bandwidth and the fp16\n"
+    "tensor-core GEMM rate. run and sweep measure the same at start and report each\n"
+    "row's pct_peak_bw and roofline_us against it.\n";
+
+static const char run_text[] =
+    "usage: attnbench run [problem options] --kernel K [--verify] [--profile]\n"
+    "                     [timing options] [--out FILE.csv]\n"
+    "\n"
+    "Runs one configuration with one kernel and prints one row (median, p10, p90,\n"
+    "noise, bytes, GB/s, %% of peak bandwidth, roofline). Each problem option holds\n"
+    "one value; a kernel that cannot run the configuration is an error (exit 2).\n"
+    "\n"
+    "  -k, --kernel K         the kernel; required. One of\n"
+    "                         %s\n"
+    "  -o, --out FILE.csv     append the row to FILE.csv (header first if new)\n"
+    "      --verify           check the output against the CPU reference\n"
+    "                         (status mismatch, exit 1)\n"
+    "      --profile          cudaProfilerStart/Stop around the timed launches only,\n"
+    "                         for ncu --profile-from-start off and\n"
+    "                         nsys profile --capture-range=cudaProfilerApi\n"
+    "\n";
+
+static const char run_examples[] =
+    "\n"
+    "examples:\n"
+    "  attnbench run --beam 16 --kv-heads 8 --ctx 32k --kernel fused --verify\n"
+    "  nsys profile --capture-range=cudaProfilerApi \\\n"
+    "      attnbench run --model 7b --beam 64 --kernel bifurcated --profile\n";
+
+static const char sweep_text[] =
+    "usage: attnbench sweep [problem options] [--suite NAME|PATH] --out FILE.csv\n"
+    "                       [--kernels K1,K2] [--resume] [--verify] [timing options]\n"
+    "\n"
+    "Runs every configuration of the grid (the product of the problem options'\n"
+    "lists) with every kernel: one CSV row per (configuration, kernel), written as\n"
+    "it completes. A configuration a kernel cannot run gets status unsupported, one\n"
+    "that does not fit in device memory oom; the sweep goes on. Order, outermost\n"
+    "first: dtype, cache, block size, h, g, d, multi-block, splits, ctx, gen, batch,\n"
+    "beam. Exit 1 if any row errored or failed verification.\n"
+    "\n"
+    "  -k, --kernels K1,K2    kernels to run                                   [all]\n"
+    "                         of %s\n"
+    "  -o, --out FILE.csv     the CSV; required; rewritten unless --resume\n"
+    "  -s, --suite NAME|PATH  the grids of a suite file, one sub-grid per line\n"
+    "                         (NAME: bench/suites/NAME.suite, e.g. quick, ci, core,\n"
+    "                         paper6, paper7, paper8). Problem options and --kernels\n"
+    "                         given here replace those of every suite line\n"
+    "      --resume           keep the rows FILE.csv holds, run only the others\n"
+    "      --verify           also check every row against the CPU reference\n"
+    "\n";
+
+static const char sweep_examples[] =
+    "\n"
+    "examples:\n"
+    "  attnbench sweep --beam 1:256 --kv-heads 32,8,1 --ctx 8k,16k,32k \\\n"
+    "      --kernels fused,cublas --out fused.csv\n"
+    "  attnbench sweep --suite paper6 --out paper6.csv --resume\n";
+
+static const char verify_text[] =
+    "usage: attnbench verify [--suite quick|full|PATH] [--kernels K1,K2] [--seed N]\n"
+    "\n"
+    "Runs every kernel on every configuration of a verification suite with fresh\n"
+    "random inputs and an output poisoned with NaN, and compares with the\n"
+    "double-precision CPU reference by relative L2 error (fp32 1e-5, fp16 2e-3,\n"
+    "bf16 1.6e-2) and NaN count. Configurations a kernel does not support are\n"
+    "listed as unsupported. Exit 1 on any mismatch or error.\n"
+    "\n"
+    "  -s, --suite S          quick (bench/suites/verify-quick.suite), full\n"
+    "                         (verify-full.suite) or a suite file's path   [quick]\n"
+    "  -k, --kernels K1,K2    kernels to check                                 [all]\n"
+    "                         of %s\n"
+    "      --seed N           seed of the random inputs; 0 = from the clock    [0]\n"
+    "\n"
+    "examples:\n"
+    "  attnbench verify\n"
+    "  attnbench verify --suite full --kernels fused,bifurcated\n";
+
+static const char table_text[] =
+    "usage: attnbench table --in FILE.csv [options]\n"
+    "\n"
+    "Pivots a results CSV into a table (axes and value of your choice), or into the\n"
+    "layout of the bifurcated-attention paper's Table 6 or 7, as Markdown or CSV.\n"
+    "Its options: attnbench table --help.\n";
+
+static const char compare_text[] =
+    "usage: attnbench compare BASE.csv NEW.csv [options]\n"
+    "\n"
+    "Joins two results CSVs on gpu, kernel and configuration; a row is slower when the\n"
+    "change exceeds both the threshold and the measured noise; a status change from\n"
+    "ok is a failure. Exit 1 on any failure. Its options: attnbench compare --help.\n";
+
+static void kernel_names(char *buf, size_t len)
+{
+    buf[0] = '\0';
+    for (int i = 0; attn_kernels[i]; ++i)
+        snprintf(buf + strlen(buf), len - strlen(buf), "%s%s", i ? ", " : "", attn_kernels[i]->name);
+}
+
+static void model_names(char *buf, size_t len)
+{
+    buf[0] = '\0';
+    for (int i = 0; i < model_preset_count; ++i)
+        snprintf(buf + strlen(buf), len - strlen(buf), "%s%s", i ? ", " : "", model_presets[i].name);
+}
+
+static void print_problem(FILE *f)
+{
+    char models[256];
+    model_names(models, sizeof models);
+    fprintf(f, problem_text, models);
+}
+
+void usage_print(FILE *f, const char *command)
+{
+    char kernels[256];
+    kernel_names(kernels, sizeof kernels);
+    const char *c = command ? command : "";
+    if (!strcmp(c, "list")) {
+        fputs(list_text, f);
+    } else if (!strcmp(c, "peak")) {
+        fputs(peak_text, f);
+    } else if (!strcmp(c, "run")) {
+        fprintf(f, run_text, kernels);
+        print_problem(f);
+        fputs("\n", f);
+        fputs(timing_text, f);
+        fputs(run_examples, f);
+    } else if (!strcmp(c, "sweep")) {
+        fprintf(f, sweep_text, kernels);
+        print_problem(f);
+        fputs("\n", f);
+        fputs(timing_text, f);
+        fputs(sweep_examples, f);
+    } else if (!strcmp(c, "verify")) {
+        fprintf(f, verify_text, kernels);
+    } else if (!strcmp(c, "table")) {
+        fputs(table_text, f);
+    } else if (!strcmp(c, "compare")) {
+        fputs(compare_text, f);
+    } else {
+        fputs(top_text, f);
+    }
+}

@@ -1,0 +1,531 @@
+/* Results CSV: one descriptor per column drives writing, parsing and validation,
+ * so the column order of SPEC §6 is stated exactly once. */
+#include "csv.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef enum { COL_STR, COL_INT, COL_DBL } col_type_t;
+
+typedef struct col_desc {
+    const char *name;
+    col_type_t type;
+    size_t offset;
+    size_t size;        /* COL_STR: buffer size */
+    const char *fmt;    /* COL_DBL: printf format */
+} col_desc_t;
+
+#define S(f) { #f, COL_STR, offsetof(result_row_t, f), sizeof(((result_row_t *)0)->f), NULL }
+#define I(f) { #f, COL_INT, offsetof(result_row_t, f), 0, NULL }
+#define D(f, fmt) { #f, COL_DBL, offsetof(result_row_t, f), 0, fmt }
+
+static const col_desc_t cols[] = {
+    S(gpu), S(kernel), S(attn),
+    I(batch), I(beam), I(heads), I(kv_heads), I(head_dim), I(ctx), I(gen),
+    S(dtype), S(cache), I(block_size), I(indirection), S(multi_block), I(splits),
+    S(status), I(iters),
+    /* microseconds to the nanosecond; noise is a relative standard deviation */
+    D(median_us, "%.3f"), D(p10_us, "%.3f"), D(p90_us, "%.3f"), D(min_us, "%.3f"),
+    D(max_us, "%.3f"), D(noise, "%.5f"),
+    D(bytes, "%.0f"), D(unique_bytes, "%.0f"), D(flops, "%.0f"), D(gbps, "%.2f"),
+    D(pct_peak_bw, "%.2f"), D(roofline_us, "%.3f"),
+    S(verified), D(max_abs_err, "%.3e"), D(rel_err, "%.3e"),
+    S(version),
+    S(ran), S(model), I(layers), S(args),
+};
+#undef S
+#undef I
+#undef D
+
+#define NCOLS ((int)(sizeof cols / sizeof cols[0]))
+
+const char *const csv_columns[] = {
+    "gpu", "kernel", "attn", "batch", "beam", "heads", "kv_heads", "head_dim", "ctx",
+    "gen", "dtype", "cache", "block_size", "indirection", "multi_block", "splits",
+    "status", "iters", "median_us", "p10_us", "p90_us", "min_us", "max_us", "noise",
+    "bytes", "unique_bytes", "flops", "gbps", "pct_peak_bw", "roofline_us", "verified",
+    "max_abs_err", "rel_err", "version", "ran", "model", "layers", "args",
+};
+const int csv_column_count = NCOLS;
+
+static const char *const statuses[] = { "ok", "oom", "unsupported", "error", "mismatch" };
+static const char *const verdicts[] = { "yes", "no", "skip" };
+
+static int in_set(const char *s, const char *const *set, int n)
+{
+    for (int i = 0; i < n; i++)
+        if (strcmp(s, set[i]) == 0)
+            return 1;
+    return 0;
+}
+
+void result_row_init(result_row_t *r)
+{
+    memset(r, 0, sizeof *r);
+    r->layers = 1;
+    for (int c = 0; c < NCOLS; c++)
+        if (cols[c].type == COL_DBL)
+            *(double *)((char *)r + cols[c].offset) = NAN;
+}
+
+static void write_field(FILE *f, const char *s)
+{
+    if (strpbrk(s, ",\"\r\n") == NULL) {
+        fputs(s, f);
+        return;
+    }
+    fputc('"', f);
+    for (; *s; s++) {
+        if (*s == '"')
+            fputc('"', f);
+        fputc(*s, f);
+    }
+    fputc('"', f);
+}
+
+void csv_write_header(FILE *f)
+{
+    for (int c = 0; c < NCOLS; c++)
+        fprintf(f, "%s%s", c ? "," : "", cols[c].name);
+    fputc('\n', f);
+    fflush(f);
+}
+
+void csv_write_row(FILE *f, const result_row_t *r)
+{
+    for (int c = 0; c < NCOLS; c++) {
+        const char *p = (const char *)r + cols[c].offset;
+        if (c)
+            fputc(',', f);
+        switch (cols[c].type) {
+        case COL_STR: {
+            /* bounded by the field's size even if a caller forgot the terminator */
+            char buf[sizeof ((result_row_t *)0)->args];
+            snprintf(buf, sizeof buf, "%.*s", (int)cols[c].size - 1, p);
+            write_field(f, buf);
+            break;
+        }
+        case COL_INT:
+            fprintf(f, "%d", *(const int *)p);
+            break;
+        case COL_DBL: {
+            double v = *(const double *)p;
+            if (isfinite(v))
+                fprintf(f, cols[c].fmt, v);
+            break;
+        }
+        }
+    }
+    fputc('\n', f);
+    fflush(f);
+}
+
+int csv_parse_double(const char *s, double *out)
+{
+    if (s == NULL || *s == '\0') {
+        *out = NAN;
+        return 0;
+    }
+    char *end;
+    errno = 0;
+    double v = strtod(s, &end);
+    if (end == s || *end != '\0')
+        return -1;
+    *out = v;
+    return 0;
+}
+
+static int parse_int(const char *s, int *out)
+{
+    if (*s == '\0') {
+        *out = 0;
+        return 0;
+    }
+    char *end;
+    errno = 0;
+    long v = strtol(s, &end, 10);
+    if (end == s || *end != '\0' || errno == ERANGE || v < -2147483647L || v > 2147483647L)
+        return -1;
+    *out = (int)v;
+    return 0;
+}
+
+int csv_column(const csv_table_t *t, const char *col)
+{
+    for (int c = 0; c < t->ncols; c++)
+        if (strcmp(t->names[c], col) == 0)
+            return c;
+    return -1;
+}
+
+const char *csv_cell(const csv_table_t *t, int row, const char *col)
+{
+    int c = csv_column(t, col);
+    if (c < 0 || row < 0 || row >= t->nrows)
+        return NULL;
+    return t->cells[row][c];
+}
+
+/* Parses one field into the struct; -1 when it is not a number of its type. */
+static int parse_field(const col_desc_t *d, const char *s, result_row_t *r)
+{
+    char *p = (char *)r + d->offset;
+    switch (d->type) {
+    case COL_STR:
+        snprintf(p, d->size, "%s", s);
+        return 0;
+    case COL_INT:
+        return parse_int(s, (int *)p);
+    case COL_DBL:
+        return csv_parse_double(s, (double *)p);
+    }
+    return -1;
+}
+
+int csv_row_parse(const csv_table_t *t, int row, result_row_t *r)
+{
+    result_row_init(r);
+    r->layers = 0;   /* unknown unless the file says */
+    if (row < 0 || row >= t->nrows)
+        return -1;
+    for (int c = 0; c < NCOLS; c++) {
+        const char *s = csv_cell(t, row, cols[c].name);
+        if (s != NULL && parse_field(&cols[c], s, r) != 0)
+            return -1;
+    }
+    return 0;
+}
+
+/* The splits column records the split count that ran. It is configuration only when
+ * --splits forced it (the row's args say so); a count the planner chose is a result,
+ * and a planner change must not turn every row into missing + new. */
+static int splits_forced(const result_row_t *r)
+{
+    return r->args[0] == '\0' || strstr(r->args, "--splits") != NULL;
+}
+
+void csv_row_key(const result_row_t *r, char *buf, size_t len)
+{
+    char splits[16];
+    if (splits_forced(r))
+        snprintf(splits, sizeof splits, "%d", r->splits);
+    else
+        snprintf(splits, sizeof splits, "planned");
+    snprintf(buf, len, "%s|%s|%d|%d|%d|%d|%d|%d|%d|%s|%s|%d|%d|%s|%s|%s|%d",
+             r->gpu, r->kernel, r->batch, r->beam, r->heads, r->kv_heads, r->head_dim,
+             r->ctx, r->gen, r->dtype, r->cache, r->block_size, r->indirection,
+             r->multi_block, splits, r->model, r->layers);
+}
+
+/* ---- reading ---- */
+
+typedef struct strvec { char **v; int n, cap; } strvec_t;
+
+static int strvec_push(strvec_t *s, char *x)
+{
+    if (s->n == s->cap) {
+        int cap = s->cap ? 2 * s->cap : 16;
+        char **v = realloc(s->v, (size_t)cap * sizeof *v);
+        if (v == NULL)
+            return -1;
+        s->v = v;
+        s->cap = cap;
+    }
+    s->v[s->n++] = x;
+    return 0;
+}
+
+static void strvec_free(strvec_t *s)
+{
+    for (int i = 0; i < s->n; i++)
+        free(s->v[i]);
+    free(s->v);
+    s->v = NULL;
+    s->n = s->cap = 0;
+}
+
+static char *read_all(const char *path, size_t *size)
+{
+    FILE *f = fopen(path, "rb");
+    if (f == NULL)
+        return NULL;
+    size_t cap = 1 << 16, n = 0;
+    char *buf = malloc(cap + 1);
+    while (buf != NULL) {
+        size_t got = fread(buf + n, 1, cap - n, f);
+        n += got;
+        if (n < cap)
+            break;
+        cap *= 2;
+        char *nb = realloc(buf, cap + 1);
+        if (nb == NULL)
+            free(buf);
+        buf = nb;
+    }
+    int bad = ferror(f);
+    fclose(f);
+    if (buf == NULL || bad) {
+        free(buf);
+        return NULL;
+    }
+    buf[n] = '\0';
+    *size = n;
+    return buf;
+}
+
+/* Splits one record starting at *pos into fields. Returns 1 with a record, 0 at the
+ * end of the input, -1 on a quoting error. Blank lines yield a record of one empty
+ * field, which the caller skips. *line counts newlines for messages. */
+static int next_record(const char *buf, size_t size, size_t *pos, int *line, strvec_t *out)
+{
+    size_t i = *pos;
+    if (i >= size)
+        return 0;
+    for (;;) {
+        size_t cap = 64, n = 0;
+        char *field = malloc(cap);
+        if (field == NULL)
+            return -1;
+        int quoted = 0;
+        if (i < size && buf[i] == '"') {
+            quoted = 1;
+            i++;
+        }
+        for (;;) {
+            char ch;
+            if (i >= size) {
+                if (quoted) {
+                    free(field);
+                    return -1;
+                }
+                break;
+            }
+            ch = buf[i];
+            if (quoted) {
+                if (ch == '"') {
+                    if (i + 1 < size && buf[i + 1] == '"') {
+                        i += 2;
+                        ch = '"';
+                    } else {
+                        i++;
+                        quoted = 0;
+                        /* after a closing quote only a separator may follow */
+                        if (i < size && buf[i] != ',' && buf[i] != '\n' && buf[i] != '\r') {
+                            free(field);
+                            return -1;
+                        }
+                        continue;
+                    }
+                } else {
+                    if (ch == '\n')
+                        (*line)++;
+                    i++;
+                }
+            } else {
+                if (ch == ',' || ch == '\n' || ch == '\r')
+                    break;
+                if (ch == '"') {
+                    free(field);
+                    return -1;
+                }
+                i++;
+            }
+            if (n + 1 >= cap) {
+                cap *= 2;
+                char *nf = realloc(field, cap);
+                if (nf == NULL) {
+                    free(field);
+                    return -1;
+                }
+                field = nf;
+            }
+            field[n++] = ch;
+        }
+        field[n] = '\0';
+        if (strvec_push(out, field) != 0) {
+            free(field);
+            return -1;
+        }
+        if (i < size && buf[i] == ',') {
+            i++;
+            continue;
+        }
+        if (i < size && buf[i] == '\r')
+            i++;
+        if (i < size && buf[i] == '\n')
+            i++;
+        (*line)++;
+        *pos = i;
+        return 1;
+    }
+}
+
+void csv_free(csv_table_t *t)
+{
+    for (int c = 0; c < t->ncols; c++)
+        free(t->names[c]);
+    free(t->names);
+    for (int r = 0; r < t->nrows; r++) {
+        for (int c = 0; c < t->ncols; c++)
+            free(t->cells[r][c]);
+        free(t->cells[r]);
+    }
+    free(t->cells);
+    memset(t, 0, sizeof *t);
+}
+
+static int fail(csv_table_t *t, char *msg, size_t len, const char *path, int line,
+                const char *what)
+{
+    if (line > 0)
+        snprintf(msg, len, "%s:%d: %s", path, line, what);
+    else
+        snprintf(msg, len, "%s: %s", path, what);
+    csv_free(t);
+    return -1;
+}
+
+/* Semantic checks of one parsed row: numbers parse, status and verified are known. */
+static int check_row(const csv_table_t *t, int row, char *what, size_t len)
+{
+    result_row_t r;
+    for (int c = 0; c < NCOLS; c++) {
+        const char *s = csv_cell(t, row, cols[c].name);
+        if (s != NULL && parse_field(&cols[c], s, &r) != 0) {
+            snprintf(what, len, "column %s: '%.40s' is not a number", cols[c].name, s);
+            return -1;
+        }
+    }
+    const char *st = csv_cell(t, row, "status");
+    if (!in_set(st, statuses, 5)) {
+        snprintf(what, len, "column status: '%.40s' is not ok|oom|unsupported|error|mismatch",
+                 st);
+        return -1;
+    }
+    const char *v = csv_cell(t, row, "verified");
+    if (!in_set(v, verdicts, 3)) {
+        snprintf(what, len, "column verified: '%.40s' is not yes|no|skip", v);
+        return -1;
+    }
+    return 0;
+}
+
+int csv_read(const char *path, csv_table_t *t, char *msg, size_t len)
+{
+    memset(t, 0, sizeof *t);
+    size_t size = 0, pos = 0;
+    char *buf = read_all(path, &size);
+    if (buf == NULL) {
+        snprintf(msg, len, "%s: cannot read: %s", path, strerror(errno ? errno : EIO));
+        return -1;
+    }
+    int line = 1, rc;
+    char what[160];
+    strvec_t rec = { 0 };
+    int rec_line = line;
+    /* header: the first non-blank record */
+    while ((rc = next_record(buf, size, &pos, &line, &rec)) == 1 && rec.n == 1 && rec.v[0][0] == '\0')
+        strvec_free(&rec);
+    if (rc != 1) {
+        strvec_free(&rec);
+        free(buf);
+        return fail(t, msg, len, path, 0, rc == 0 ? "empty file, no header" : "bad quoting in header");
+    }
+    t->ncols = rec.n;
+    t->names = rec.v;
+    rec = (strvec_t){ 0 };
+    for (int c = 0; c < t->ncols; c++)
+        for (int k = 0; k < c; k++)
+            if (strcmp(t->names[c], t->names[k]) == 0) {
+                snprintf(what, sizeof what, "column %.40s appears twice in the header", t->names[c]);
+                free(buf);
+                return fail(t, msg, len, path, 1, what);
+            }
+    for (int c = 0; c < CSV_SPEC_COLUMNS; c++)
+        if (csv_column(t, cols[c].name) < 0) {
+            snprintf(what, sizeof what, "header lacks required column %s", cols[c].name);
+            free(buf);
+            return fail(t, msg, len, path, 1, what);
+        }
+    int cap = 0;
+    for (;;) {
+        rec_line = line;
+        rc = next_record(buf, size, &pos, &line, &rec);
+        if (rc == 0)
+            break;
+        if (rc < 0) {
+            strvec_free(&rec);
+            free(buf);
+            return fail(t, msg, len, path, rec_line, "bad quoting");
+        }
+        if (rec.n == 1 && rec.v[0][0] == '\0') {
+            strvec_free(&rec);
+            continue;
+        }
+        if (rec.n != t->ncols) {
+            snprintf(what, sizeof what, "row has %d fields, the header %d", rec.n, t->ncols);
+            strvec_free(&rec);
+            free(buf);
+            return fail(t, msg, len, path, rec_line, what);
+        }
+        if (t->nrows == cap) {
+            cap = cap ? 2 * cap : 64;
+            char ***nc = realloc(t->cells, (size_t)cap * sizeof *nc);
+            if (nc == NULL) {
+                strvec_free(&rec);
+                free(buf);
+                return fail(t, msg, len, path, 0, "out of memory");
+            }
+            t->cells = nc;
+        }
+        t->cells[t->nrows++] = rec.v;
+        rec = (strvec_t){ 0 };
+        if (check_row(t, t->nrows - 1, what, sizeof what) != 0) {
+            free(buf);
+            return fail(t, msg, len, path, rec_line, what);
+        }
+    }
+    free(buf);
+    return 0;
+}
+
+int csv_append(csv_table_t *dst, const csv_table_t *src, char *msg, size_t len)
+{
+    if (dst->ncols != src->ncols) {
+        snprintf(msg, len, "files have different columns (%d and %d)", dst->ncols, src->ncols);
+        return -1;
+    }
+    for (int c = 0; c < dst->ncols; c++)
+        if (strcmp(dst->names[c], src->names[c]) != 0) {
+            snprintf(msg, len, "files have different columns (%.40s and %.40s)",
+                     dst->names[c], src->names[c]);
+            return -1;
+        }
+    char ***nc = realloc(dst->cells, (size_t)(dst->nrows + src->nrows + 1) * sizeof *nc);
+    if (nc == NULL) {
+        snprintf(msg, len, "out of memory");
+        return -1;
+    }
+    dst->cells = nc;
+    for (int r = 0; r < src->nrows; r++) {
+        char **row = malloc((size_t)src->ncols * sizeof *row);
+        if (row == NULL) {
+            snprintf(msg, len, "out of memory");
+            return -1;
+        }
+        for (int c = 0; c < src->ncols; c++) {
+            row[c] = strdup(src->cells[r][c]);
+            if (row[c] == NULL) {
+                for (int k = 0; k < c; k++)
+                    free(row[k]);
+                free(row);
+                snprintf(msg, len, "out of memory");
+                return -1;
+            }
+        }
+        dst->cells[dst->nrows++] = row;
+    }
+    return 0;
+}

@@ -1,0 +1,78 @@
+/* Results CSV of SPEC §6: one row per (configuration, kernel), written and flushed
+ * row by row, read back by table, compare and sweep --resume. */
+#ifndef ATTNBENCH_CSV_H
+#define ATTNBENCH_CSV_H
+
+#include <stddef.h>
+#include <stdio.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Numbers that were not measured (oom / unsupported rows) are NaN in the struct and
+ * empty fields in the file; integers are always written. */
+typedef struct result_row {
+    char gpu[32], kernel[32], attn[8];
+    int batch, beam, heads, kv_heads, head_dim, ctx, gen;
+    char dtype[8], cache[16]; int block_size; int indirection; char multi_block[8]; int splits;
+    char status[16]; int iters;
+    double median_us, p10_us, p90_us, min_us, max_us, noise;
+    double bytes, unique_bytes, flops, gbps, pct_peak_bw, roofline_us;
+    char verified[8]; double max_abs_err, rel_err;
+    char version[48];
+    /* appended after SPEC's columns: */
+    char ran[32];      /* kernel that actually ran (differs for `auto`) */
+    char model[32];    /* --model preset or empty */
+    int layers;
+    char args[512];    /* the options that rerun exactly this row, space separated, no commas */
+} result_row_t;
+
+/* Every SPEC §6 column must be present in a file that is read; the appended ones
+ * (ran, model, layers, args) may be absent. */
+#define CSV_SPEC_COLUMNS 34
+extern const char *const csv_columns[];   /* SPEC's columns, then the appended ones */
+extern const int csv_column_count;
+
+/* Empty strings, zero integers, layers 1, every measured number NaN. */
+void result_row_init(result_row_t *r);
+
+void csv_write_header(FILE *f);
+/* Writes one row and flushes, so an interrupted sweep keeps its rows. */
+void csv_write_row(FILE *f, const result_row_t *r);
+
+typedef struct csv_table {
+    int ncols;
+    char **names;
+    int nrows;
+    char ***cells;   /* cells[row][col] */
+} csv_table_t;
+
+/* Reads a whole results CSV (RFC 4180 quoting). Returns 0, or -1 on an unreadable
+ * or malformed file (empty, ragged row, missing SPEC column, a number that does not
+ * parse, an unknown status or verified value) with one line in msg; t is then empty. */
+int csv_read(const char *path, csv_table_t *t, char *msg, size_t len);
+/* The cell of a named column; NULL when there is no such column or row. */
+const char *csv_cell(const csv_table_t *t, int row, const char *col);
+/* Index of a named column, -1 when absent. */
+int csv_column(const csv_table_t *t, const char *col);
+/* Table row -> struct. Returns 0, or -1 when a field does not parse. */
+int csv_row_parse(const csv_table_t *t, int row, result_row_t *r);
+/* Appends the rows of src to dst; their columns must be the same, in the same order.
+ * Returns 0, or -1 with one line in msg. src is left as it was. */
+int csv_append(csv_table_t *dst, const csv_table_t *src, char *msg, size_t len);
+/* gpu + kernel + every configuration column (and model/layers, which decide oom):
+ * joins rows (compare) and skips finished ones (sweep --resume). splits counts only
+ * when forced: when args is empty or holds "--splits"; otherwise it is the planner's
+ * choice, a result rather than configuration. */
+void csv_row_key(const result_row_t *r, char *buf, size_t len);
+void csv_free(csv_table_t *t);
+
+/* Parses a whole field as a number; empty -> NaN. Returns 0, or -1 when the text
+ * is not a number. Shared with the table filters. */
+int csv_parse_double(const char *s, double *out);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,72 @@
+/* Grids of problems (SPEC §5): value lists per option and their Cartesian product. */
+#ifndef ATTNBENCH_GRID_H
+#define ATTNBENCH_GRID_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include "problem.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define LIST_MAX 64
+/* More points than this is a mistake in the command line, not a benchmark. */
+#define GRID_POINTS_MAX (1 << 20)
+
+typedef struct int_list { int n; int v[LIST_MAX]; } int_list_t;
+
+/* Parses "1,2,4"; "1:1024" = powers of two from 1 to 1024 inclusive; "8k" = 8192
+ * (k = 1024, m = 1048576, either case); "8k:32k"; mixed "1,4:16,100". Values keep the
+ * order written; duplicates are kept. Returns 0, or -1 with one line in msg naming opt
+ * for: empty list or element, non-numeric, zero or negative, range with lo > hi,
+ * range ends that are not powers of two, a value above INT_MAX, more than LIST_MAX values. */
+int int_list_parse(const char *opt, const char *s, int_list_t *out, char *msg, size_t len);
+
+typedef struct grid {
+    int_list_t batch, beam, heads, kv_heads, head_dim, ctx, gen, block_size, splits;
+    dtype_t dtype[3]; int n_dtype;
+    cache_kind_t cache[2]; int n_cache;
+    multi_block_t multi_block[3]; int n_multi_block;
+    bool indirection;
+    double q_scaling;
+    const char *model; int layers;   /* from --model preset; NULL / 1 without one */
+} grid_t;
+
+/* The grid of one point: problem_default(). */
+void grid_default(grid_t *g);
+
+/* One bit per option that sets a field of grid_t (GRID_FIELD_MODEL: the name only). */
+enum grid_field {
+    GRID_FIELD_BATCH = 1u << 0, GRID_FIELD_BEAM = 1u << 1, GRID_FIELD_HEADS = 1u << 2,
+    GRID_FIELD_KV_HEADS = 1u << 3, GRID_FIELD_HEAD_DIM = 1u << 4, GRID_FIELD_CTX = 1u << 5,
+    GRID_FIELD_GEN = 1u << 6, GRID_FIELD_DTYPE = 1u << 7, GRID_FIELD_CACHE = 1u << 8,
+    GRID_FIELD_BLOCK_SIZE = 1u << 9, GRID_FIELD_INDIRECTION = 1u << 10,
+    GRID_FIELD_MULTI_BLOCK = 1u << 11, GRID_FIELD_SPLITS = 1u << 12,
+    GRID_FIELD_Q_SCALING = 1u << 13, GRID_FIELD_MODEL = 1u << 14, GRID_FIELD_LAYERS = 1u << 15,
+};
+
+/* Copies into dst the fields of src whose GRID_FIELD_* bit is in fields. */
+void grid_override(grid_t *dst, const grid_t *src, unsigned fields);
+
+/* Points of the grid. A contiguous cache has no block size, so for it the block-size
+ * axis counts once (its first value), not once per listed size. */
+long grid_count(const grid_t *g);
+
+/* Validates every point with problem_validate without allocating; also refuses empty
+ * axes, grids above GRID_POINTS_MAX points, and listed block sizes that a paged cache
+ * would refuse even when no point is paged. 0, or -1 with the first rule broken in msg. */
+int grid_validate(const grid_t *g, char *msg, size_t len);
+
+/* The Cartesian product, outermost axis first:
+ *   dtype, cache, block_size, heads, kv_heads, head_dim, multi_block, splits,
+ *   ctx, gen, batch, beam
+ * so that consecutive rows of a sweep walk the beam width, then the batch, at a fixed
+ * context, as the paper's tables are laid out. Every point is validated (grid_validate);
+ * on success *out is malloc'd (caller frees) and holds *n points; on -1 *out is NULL. */
+int grid_expand(const grid_t *g, problem_t **out, int *n, char *msg, size_t len);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

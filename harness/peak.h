@@ -1,0 +1,27 @@
+/* Measured ceilings of this GPU: `attnbench peak`, the denominator of
+ * pct_peak_bw and the terms of roofline_us (SPEC §6). Callable from C11. */
+#ifndef ATTNBENCH_PEAK_H
+#define ATTNBENCH_PEAK_H
+
+#include <cuda_runtime_api.h>
+#include "../kernels/registry.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct peak {
+    double read_gbps;   /* best median over launch shapes of a streaming read far past L2, 1e9 B/s */
+    double copy_gbps;   /* device-to-device cudaMemcpyAsync, bytes read + written */
+    double tc_tflops;   /* cublasGemmEx 8192^3, fp16 inputs and output, fp32 compute */
+} peak_t;
+
+/* Runs the three measurements (about a second; needs about 2.5 GiB of free device
+ * memory, less is used when less is free). *out holds zeros on error. The caller
+ * copies read_gbps / tc_tflops into device_info_t's peak fields. */
+cudaError_t peak_measure(const device_info_t *dev, peak_t *out);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

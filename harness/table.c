@@ -1,0 +1,726 @@
+/* Pivots of results CSVs. Both the generic pivot and the paper layouts fill a grid
+ * of strings first and print it last, so Markdown and CSV share every rule about
+ * what a cell says (a value, OOM, a failed status, or '-'). */
+#include "table.h"
+#include "presets.h"
+
+#include <math.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define MAX_AXIS 8
+
+/* ---- grid of strings, row 0 the header ---- */
+
+typedef struct grid {
+    int nr, nc, cap;
+    char **s;
+    int failed;
+} grid_t;
+
+static int grid_add_row(grid_t *g)
+{
+    if (g->nr == g->cap) {
+        int cap = g->cap ? 2 * g->cap : 32;
+        char **s = realloc(g->s, (size_t)cap * (size_t)g->nc * sizeof *s);
+        if (s == NULL) {
+            g->failed = 1;
+            return -1;
+        }
+        g->s = s;
+        g->cap = cap;
+    }
+    for (int c = 0; c < g->nc; c++)
+        g->s[g->nr * g->nc + c] = NULL;
+    return g->nr++;
+}
+
+static void grid_set(grid_t *g, int r, int c, const char *fmt, ...)
+{
+    if (r < 0 || g->failed)
+        return;
+    char buf[256];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(buf, sizeof buf, fmt, ap);
+    va_end(ap);
+    char **slot = &g->s[r * g->nc + c];
+    free(*slot);
+    *slot = strdup(buf);
+    if (*slot == NULL)
+        g->failed = 1;
+}
+
+static const char *grid_get(const grid_t *g, int r, int c)
+{
+    const char *s = g->s[r * g->nc + c];
+    return s ? s : "";
+}
+
+static void grid_free(grid_t *g)
+{
+    for (int i = 0; i < g->nr * g->nc; i++)
+        free(g->s[i]);
+    free(g->s);
+    memset(g, 0, sizeof *g);
+}
+
+static void put_csv_field(FILE *f, const char *s)
+{
+    if (strpbrk(s, ",\"\r\n") == NULL) {
+        fputs(s, f);
+        return;
+    }
+    fputc('"', f);
+    for (; *s; s++) {
+        if (*s == '"')
+            fputc('"', f);
+        fputc(*s, f);
+    }
+    fputc('"', f);
+}
+
+/* Markdown: columns padded to their widest cell so the source reads as a table too;
+ * the first column left-aligned, the numbers right-aligned. */
+static void grid_print(FILE *f, const grid_t *g, table_format_t fmt)
+{
+    if (fmt == TABLE_CSV) {
+        for (int r = 0; r < g->nr; r++) {
+            for (int c = 0; c < g->nc; c++) {
+                if (c)
+                    fputc(',', f);
+                put_csv_field(f, grid_get(g, r, c));
+            }
+            fputc('\n', f);
+        }
+        return;
+    }
+    int width[256];
+    int nc = g->nc < 256 ? g->nc : 256;
+    for (int c = 0; c < nc; c++) {
+        width[c] = 3;
+        for (int r = 0; r < g->nr; r++) {
+            int w = (int)strlen(grid_get(g, r, c));
+            if (w > width[c])
+                width[c] = w;
+        }
+    }
+    for (int r = 0; r < g->nr; r++) {
+        fputc('|', f);
+        for (int c = 0; c < nc; c++) {
+            if (c == 0)
+                fprintf(f, " %-*s |", width[c], grid_get(g, r, c));
+            else
+                fprintf(f, " %*s |", width[c], grid_get(g, r, c));
+        }
+        fputc('\n', f);
+        if (r == 0) {
+            fputc('|', f);
+            for (int c = 0; c < nc; c++) {
+                fputc(' ', f);
+                for (int k = 0; k < width[c] - (c ? 1 : 0); k++)
+                    fputc('-', f);
+                fputs(c ? ": |" : " |", f);
+            }
+            fputc('\n', f);
+        }
+    }
+}
+
+/* ---- options and filters ---- */
+
+void table_opts_init(table_opts_t *o)
+{
+    memset(o, 0, sizeof *o);
+    o->value = "median_us";
+    o->format = TABLE_MD;
+    o->agg = TABLE_AGG_MIN;
+}
+
+int table_where_parse(const char *s, table_where_t *w, char *msg, size_t len)
+{
+    const char *eq = strchr(s, '=');
+    if (eq == NULL || eq == s || eq[1] == '\0') {
+        snprintf(msg, len, "--where '%.60s': expected COL=VAL[,VAL...]", s);
+        return -1;
+    }
+    size_t n = (size_t)(eq - s);
+    if (n >= sizeof w->col || strlen(eq + 1) >= sizeof w->vals) {
+        snprintf(msg, len, "--where '%.60s': too long", s);
+        return -1;
+    }
+    memcpy(w->col, s, n);
+    w->col[n] = '\0';
+    snprintf(w->vals, sizeof w->vals, "%s", eq + 1);
+    return 0;
+}
+
+/* A number with an optional k (x1024) suffix, as the grid options write sizes. */
+static int parse_sized(const char *s, double *v)
+{
+    char *end;
+    if (*s == '\0')
+        return -1;
+    *v = strtod(s, &end);
+    if (end == s)
+        return -1;
+    if (*end == 'k' || *end == 'K') {
+        *v *= 1024;
+        end++;
+    }
+    return *end == '\0' ? 0 : -1;
+}
+
+static int value_equals(const char *cell, const char *want)
+{
+    if (strcmp(cell, want) == 0)
+        return 1;
+    double a, b;
+    return parse_sized(cell, &a) == 0 && parse_sized(want, &b) == 0 && a == b;
+}
+
+static int where_matches(const csv_table_t *t, int row, const table_where_t *w)
+{
+    const char *cell = csv_cell(t, row, w->col);
+    char vals[sizeof w->vals];
+    snprintf(vals, sizeof vals, "%s", w->vals);
+    char *save = NULL;
+    for (char *v = strtok_r(vals, ",", &save); v; v = strtok_r(NULL, ",", &save))
+        if (value_equals(cell, v))
+            return 1;
+    return 0;
+}
+
+static int row_matches(const csv_table_t *t, int row, const table_opts_t *o)
+{
+    for (int i = 0; i < o->nwhere; i++)
+        if (!where_matches(t, row, &o->where[i]))
+            return 0;
+    return 1;
+}
+
+static int check_where(const csv_table_t *t, const table_opts_t *o, char *msg, size_t len)
+{
+    for (int i = 0; i < o->nwhere; i++)
+        if (csv_column(t, o->where[i].col) < 0) {
+            snprintf(msg, len, "--where: unknown column '%.60s'", o->where[i].col);
+            return -1;
+        }
+    return 0;
+}
+
+/* Layer count for ms per token: --layers, else the row's, else the fallback. */
+static int layers_of(const result_row_t *r, const table_opts_t *o, int fallback)
+{
+    if (o->layers > 0)
+        return o->layers;
+    return r->layers > 0 ? r->layers : fallback;
+}
+
+static double ms_per_token(const result_row_t *r, int layers)
+{
+    return r->median_us * layers / 1000.0;
+}
+
+/* ---- generic pivot ---- */
+
+typedef struct axis {
+    int n;
+    int col[MAX_AXIS];
+    char label[256];
+} axis_t;
+
+static int axis_parse(const csv_table_t *t, const char *spec, const char *opt, axis_t *a,
+                      char *msg, size_t len)
+{
+    memset(a, 0, sizeof *a);
+    if (spec == NULL || *spec == '\0') {
+        snprintf(msg, len, "%s: a pivot needs --rows and --cols (or --paper 6|7)", opt);
+        return -1;
+    }
+    char buf[256];
+    snprintf(buf, sizeof buf, "%s", spec);
+    char *save = NULL;
+    for (char *name = strtok_r(buf, ",", &save); name; name = strtok_r(NULL, ",", &save)) {
+        int c = csv_column(t, name);
+        if (c < 0) {
+            snprintf(msg, len, "%s: unknown column '%.60s'", opt, name);
+            return -1;
+        }
+        if (a->n == MAX_AXIS) {
+            snprintf(msg, len, "%s: at most %d columns", opt, MAX_AXIS);
+            return -1;
+        }
+        a->col[a->n++] = c;
+        size_t used = strlen(a->label);
+        snprintf(a->label + used, sizeof a->label - used, "%s%s", used ? " " : "", name);
+    }
+    if (a->n == 0) {
+        snprintf(msg, len, "%s: no column named", opt);
+        return -1;
+    }
+    return 0;
+}
+
+static int same_key(const csv_table_t *t, const axis_t *a, int r1, int r2)
+{
+    for (int i = 0; i < a->n; i++)
+        if (strcmp(t->cells[r1][a->col[i]], t->cells[r2][a->col[i]]) != 0)
+            return 0;
+    return 1;
+}
+
+/* Numbers in numeric order, text in byte order, component by component. */
+static int key_order(const csv_table_t *t, const axis_t *a, int r1, int r2)
+{
+    for (int i = 0; i < a->n; i++) {
+        const char *x = t->cells[r1][a->col[i]], *y = t->cells[r2][a->col[i]];
+        double u, v;
+        int d;
+        if (parse_sized(x, &u) == 0 && parse_sized(y, &v) == 0)
+            d = (u > v) - (u < v);
+        else
+            d = strcmp(x, y);
+        if (d)
+            return d;
+    }
+    return 0;
+}
+
+static void sort_keys(const csv_table_t *t, const axis_t *a, int *keys, int n)
+{
+    for (int i = 1; i < n; i++) {
+        int k = keys[i], j = i;
+        for (; j > 0 && key_order(t, a, keys[j - 1], k) > 0; j--)
+            keys[j] = keys[j - 1];
+        keys[j] = k;
+    }
+}
+
+static void key_label(const csv_table_t *t, const axis_t *a, int row, char *buf, size_t len)
+{
+    buf[0] = '\0';
+    for (int i = 0; i < a->n; i++) {
+        const char *s = t->cells[row][a->col[i]];
+        size_t used = strlen(buf);
+        snprintf(buf + used, len - used, "%s%s", i ? " " : "", *s ? s : "(none)");
+    }
+}
+
+/* Index of row's key among keys[0..*n), appending it when new; -1 out of memory. */
+static int key_index(const csv_table_t *t, const axis_t *a, int **keys, int *n, int *cap, int row)
+{
+    for (int i = 0; i < *n; i++)
+        if (same_key(t, a, (*keys)[i], row))
+            return i;
+    if (*n == *cap) {
+        int nc = *cap ? 2 * *cap : 32;
+        int *k = realloc(*keys, (size_t)nc * sizeof *k);
+        if (k == NULL)
+            return -1;
+        *keys = k;
+        *cap = nc;
+    }
+    (*keys)[*n] = row;
+    return (*n)++;
+}
+
+typedef struct cell {
+    int ok_row;       /* chosen ok row, -1 none */
+    double ok_val;
+    int bad_row;      /* last failed row, -1 none */
+    int oom;          /* some row ran out of memory */
+} cell_t;
+
+/* The shown value of a row: the computed ms per token, or the value column's text
+ * as the file has it (its number in *num, NaN when not a number). */
+static void row_value(const csv_table_t *t, int row, const table_opts_t *o, int vcol,
+                      double *num, char *text, size_t len)
+{
+    if (vcol < 0) {
+        result_row_t r;
+        csv_row_parse(t, row, &r);
+        *num = ms_per_token(&r, layers_of(&r, o, 1));
+        if (isfinite(*num))
+            snprintf(text, len, "%.2f", *num);
+        else
+            text[0] = '\0';
+        return;
+    }
+    const char *s = t->cells[row][vcol];
+    snprintf(text, len, "%s", s);
+    if (csv_parse_double(s, num) != 0)
+        *num = NAN;
+}
+
+static void cell_add(cell_t *c, const csv_table_t *t, int row, const table_opts_t *o, int vcol)
+{
+    const char *status = csv_cell(t, row, "status");
+    if (strcmp(status, "ok") != 0) {
+        c->bad_row = row;
+        if (strcmp(status, "oom") == 0)
+            c->oom = 1;
+        return;
+    }
+    double v;
+    char text[128];
+    row_value(t, row, o, vcol, &v, text, sizeof text);
+    int take = c->ok_row < 0 || o->agg == TABLE_AGG_LAST || isnan(v) || isnan(c->ok_val) ||
+               (o->agg == TABLE_AGG_MIN && v < c->ok_val) ||
+               (o->agg == TABLE_AGG_MAX && v > c->ok_val);
+    if (take) {
+        c->ok_row = row;
+        c->ok_val = v;
+    }
+}
+
+int table_pivot(FILE *out, const csv_table_t *t, const table_opts_t *o, char *msg, size_t len)
+{
+    axis_t ra, ca;
+    if (axis_parse(t, o->rows, "--rows", &ra, msg, len) != 0 ||
+        axis_parse(t, o->cols, "--cols", &ca, msg, len) != 0 || check_where(t, o, msg, len) != 0)
+        return -1;
+    const char *value = o->value ? o->value : "median_us";
+    int vcol = -1;
+    if (strcmp(value, TABLE_MS_PER_TOKEN) != 0 && (vcol = csv_column(t, value)) < 0) {
+        snprintf(msg, len, "--value: unknown column '%.60s'", value);
+        return -1;
+    }
+
+    int *rkeys = NULL, *ckeys = NULL, nr = 0, nc = 0, rcap = 0, ccap = 0, rc = -1;
+    cell_t *cells = NULL;
+    grid_t g = { 0 };
+    for (int row = 0; row < t->nrows; row++)
+        if (row_matches(t, row, o) && (key_index(t, &ra, &rkeys, &nr, &rcap, row) < 0 ||
+                                       key_index(t, &ca, &ckeys, &nc, &ccap, row) < 0))
+            goto oom;
+    sort_keys(t, &ra, rkeys, nr);
+    sort_keys(t, &ca, ckeys, nc);
+    cells = malloc((size_t)(nr * nc + 1) * sizeof *cells);
+    if (cells == NULL)
+        goto oom;
+    for (int i = 0; i < nr * nc; i++)
+        cells[i] = (cell_t){ -1, NAN, -1, 0 };
+    for (int row = 0; row < t->nrows; row++) {
+        if (!row_matches(t, row, o))
+            continue;
+        int ri = 0, ci = 0;
+        while (!same_key(t, &ra, rkeys[ri], row))
+            ri++;
+        while (!same_key(t, &ca, ckeys[ci], row))
+            ci++;
+        cell_add(&cells[ri * nc + ci], t, row, o, vcol);
+    }
+
+    g.nc = nc + 1;
+    int h = grid_add_row(&g);
+    grid_set(&g, h, 0, o->format == TABLE_MD ? "%s \\ %s" : "%s", ra.label, ca.label);
+    char label[256];
+    for (int c = 0; c < nc; c++) {
+        key_label(t, &ca, ckeys[c], label, sizeof label);
+        grid_set(&g, h, c + 1, "%s", label);
+    }
+    for (int r = 0; r < nr; r++) {
+        int gr = grid_add_row(&g);
+        key_label(t, &ra, rkeys[r], label, sizeof label);
+        grid_set(&g, gr, 0, "%s", label);
+        for (int c = 0; c < nc; c++) {
+            const cell_t *cl = &cells[r * nc + c];
+            if (cl->ok_row >= 0) {
+                double v;
+                char text[128];
+                row_value(t, cl->ok_row, o, vcol, &v, text, sizeof text);
+                grid_set(&g, gr, c + 1, "%s", text[0] ? text : "-");
+            } else if (cl->oom) {
+                grid_set(&g, gr, c + 1, "OOM");
+            } else if (cl->bad_row >= 0) {
+                grid_set(&g, gr, c + 1, "%s", csv_cell(t, cl->bad_row, "status"));
+            } else {
+                grid_set(&g, gr, c + 1, "-");
+            }
+        }
+    }
+    if (g.failed)
+        goto oom;
+    grid_print(out, &g, o->format);
+    rc = 0;
+    goto done;
+oom:
+    snprintf(msg, len, "out of memory");
+done:
+    grid_free(&g);
+    free(cells);
+    free(rkeys);
+    free(ckeys);
+    return rc;
+}
+
+/* ---- the paper's Tables 6 and 7 ---- */
+
+/* One column of a paper table: our kernel (and cache, NULL for any) standing in
+ * for the paper's implementation. */
+typedef struct paper_col {
+    const char *kernel, *cache, *label, *paper;
+} paper_col_t;
+
+static const paper_col_t table6_cols[] = {
+    { "bifurcated", NULL, "bifurcated", "Bifurcated" },
+    { "fused", "contiguous", "fused", "Flash2 / SDPA Flash" },
+    { "cublas", "contiguous", "cublas", "SDPA Math" },
+    { "fused", "paged", "fused paged", "Flash2 (NC) / SDPA (NC)" },
+    { "cublas-bifurcated", NULL, "cublas-bifurcated", "Bifurcated with torch compile (einsum form)" },
+};
+static const paper_col_t table7_cols[] = {
+    { "cublas-bifurcated", NULL, "cublas-bifurcated", "Bifurcated + Compile (einsum form)" },
+    { "bifurcated", NULL, "bifurcated", "Bifurcated" },
+    { "fused", "contiguous", "fused", "Flash2" },
+    { "fused", "paged", "fused paged", "Flash 2 (NC)" },
+};
+
+#define MAX_CTX 32
+#define MAX_W 64
+
+static int int_insert(int *v, int *n, int max, int x)
+{
+    for (int i = 0; i < *n; i++)
+        if (v[i] == x)
+            return 0;
+    if (*n == max)
+        return -1;
+    int j = (*n)++;
+    for (; j > 0 && v[j - 1] > x; j--)
+        v[j] = v[j - 1];
+    v[j] = x;
+    return 0;
+}
+
+static void ctx_label(int ctx, char *buf, size_t len)
+{
+    if (ctx % 1024 == 0)
+        snprintf(buf, len, "%dk", ctx / 1024);
+    else
+        snprintf(buf, len, "%d", ctx);
+}
+
+typedef struct paper_cell {
+    int has_ok;
+    double ms;
+    int oom;
+    char bad[16];
+} paper_cell_t;
+
+/* What a cell shows; *after_oom carries the column's "an OOM was shown above":
+ * the paper writes OOM once, at the first size that ran out, and '-' beyond. */
+static void paper_cell_text(const paper_cell_t *c, int *after_oom, char *buf, size_t len)
+{
+    if (c->has_ok)
+        snprintf(buf, len, "%.2f", c->ms);
+    else if (c->oom) {
+        snprintf(buf, len, "%s", *after_oom ? "-" : "OOM");
+        *after_oom = 1;
+    } else if (c->bad[0])
+        snprintf(buf, len, "%s", c->bad);
+    else
+        snprintf(buf, len, "-");
+}
+
+static void paper_caption(FILE *out, int paper, const model_preset_t *m, const char *gpu,
+                          const paper_col_t *pc, int npc, const table_opts_t *o,
+                          const int *layers_seen, int nlayers)
+{
+    char layers[64];
+    if (o->layers > 0)
+        snprintf(layers, sizeof layers, "%d layers (--layers)", o->layers);
+    else if (nlayers == 1)
+        snprintf(layers, sizeof layers, "%d layers", layers_seen[0]);
+    else if (nlayers == 0)
+        snprintf(layers, sizeof layers, "%d layers", m->layers);
+    else
+        snprintf(layers, sizeof layers, "each row's own layer count");
+    fprintf(out,
+            "**Table %d analogue**: %s (%s: h=%d, g=%d, d=%d) on %s. Per-token latency in ms "
+            "of attention only, %s (median_us x layers / 1000; weights, MLP and the rest "
+            "of the model are not included). Rows: W samples decoded from one shared "
+            "context (B = 1), the paper's batch size. Columns, with the paper's "
+            "implementation each stands for:",
+            paper, m->name, m->kv_heads == m->heads ? "MHA" : "GQA", m->heads, m->kv_heads,
+            m->head_dim, gpu[0] ? gpu : "no GPU (no matching rows)", layers);
+    for (int i = 0; i < npc; i++)
+        fprintf(out, "%s %s = %s", i ? ";" : "", pc[i].label, pc[i].paper);
+    fprintf(out, ". OOM: the whole model (fp16 weights + every layer's KV cache) did not "
+                 "fit; -: no result, or beyond an OOM.\n\n");
+}
+
+int table_paper(FILE *out, const csv_table_t *t, const table_opts_t *o, char *msg, size_t len)
+{
+    if (o->paper != 6 && o->paper != 7) {
+        snprintf(msg, len, "--paper: %d is not a table this tool reproduces (6 or 7)", o->paper);
+        return -1;
+    }
+    if (check_where(t, o, msg, len) != 0)
+        return -1;
+    const model_preset_t *m = preset_find(o->paper == 6 ? "7b" : "7b-gqa");
+    const paper_col_t *pc = o->paper == 6 ? table6_cols : table7_cols;
+    int npc = o->paper == 6 ? (int)(sizeof table6_cols / sizeof *pc)
+                            : (int)(sizeof table7_cols / sizeof *pc);
+
+    /* which rows count, and the axes they span */
+    int ctxs[MAX_CTX], nctx = 0, ws[MAX_W], nw = 0, layers_seen[8], nlayers = 0;
+    char gpu[32] = "";
+    for (int w = 1; w <= 2048; w *= 2)
+        int_insert(ws, &nw, MAX_W, w);
+    char *use = calloc((size_t)t->nrows + 1, 1);
+    int *colof = calloc((size_t)t->nrows + 1, sizeof *colof);
+    if (use == NULL || colof == NULL) {
+        free(use);
+        free(colof);
+        snprintf(msg, len, "out of memory");
+        return -1;
+    }
+    for (int row = 0; row < t->nrows; row++) {
+        result_row_t r;
+        csv_row_parse(t, row, &r);
+        if (r.heads != m->heads || r.kv_heads != m->kv_heads || r.head_dim != m->head_dim ||
+            r.batch != 1 || !row_matches(t, row, o))
+            continue;
+        int col = -1;
+        for (int i = 0; i < npc && col < 0; i++)
+            if (strcmp(r.kernel, pc[i].kernel) == 0 &&
+                (pc[i].cache == NULL || strcmp(r.cache, pc[i].cache) == 0))
+                col = i;
+        if (col < 0)
+            continue;
+        if (gpu[0] && strcmp(gpu, r.gpu) != 0) {
+            snprintf(msg, len, "--paper %d: rows of several GPUs (%s, %s); choose one with "
+                     "--where gpu=NAME", o->paper, gpu, r.gpu);
+            free(use);
+            free(colof);
+            return -1;
+        }
+        snprintf(gpu, sizeof gpu, "%s", r.gpu);
+        if (int_insert(ctxs, &nctx, MAX_CTX, r.ctx) != 0 || int_insert(ws, &nw, MAX_W, r.beam) != 0) {
+            snprintf(msg, len, "--paper %d: more than %d context lengths or %d sample counts; "
+                     "narrow with --where", o->paper, MAX_CTX, MAX_W);
+            free(use);
+            free(colof);
+            return -1;
+        }
+        if (strcmp(r.status, "ok") == 0)
+            int_insert(layers_seen, &nlayers, 8, layers_of(&r, o, m->layers));
+        use[row] = 1;
+        colof[row] = col;
+    }
+    if (nctx == 0) {   /* no data: still show the paper's frame */
+        int_insert(ctxs, &nctx, MAX_CTX, 8192);
+        int_insert(ctxs, &nctx, MAX_CTX, 16384);
+        int_insert(ctxs, &nctx, MAX_CTX, 32768);
+    }
+
+    paper_cell_t *cells = calloc((size_t)(nctx * nw * npc), sizeof *cells);
+    if (cells == NULL) {
+        free(use);
+        free(colof);
+        snprintf(msg, len, "out of memory");
+        return -1;
+    }
+#define CELL(ci, wi, k) cells[((ci) * nw + (wi)) * npc + (k)]
+    for (int row = 0; row < t->nrows; row++) {
+        if (!use[row])
+            continue;
+        result_row_t r;
+        csv_row_parse(t, row, &r);
+        int ci = 0, wi = 0;
+        while (ctxs[ci] != r.ctx)
+            ci++;
+        while (ws[wi] != r.beam)
+            wi++;
+        paper_cell_t *c = &CELL(ci, wi, colof[row]);
+        if (strcmp(r.status, "ok") == 0) {
+            /* several settings of one kernel (multi-block modes, splits): its best */
+            double ms = ms_per_token(&r, layers_of(&r, o, m->layers));
+            if (!c->has_ok || ms < c->ms)
+                c->ms = ms;
+            c->has_ok = 1;
+        } else if (strcmp(r.status, "oom") == 0) {
+            c->oom = 1;
+        } else {
+            snprintf(c->bad, sizeof c->bad, "%s", r.status);
+        }
+    }
+
+    grid_t g = { 0 };
+    char buf[64], lab[32];
+    if (o->paper == 6) {
+        /* the paper's Table 6: one block of rows per context length */
+        int lead = o->format == TABLE_CSV ? 2 : 1;
+        g.nc = lead + npc;
+        int h = grid_add_row(&g);
+        if (lead == 2)
+            grid_set(&g, h, 0, "ctx");
+        grid_set(&g, h, lead - 1, "W");
+        for (int k = 0; k < npc; k++)
+            grid_set(&g, h, lead + k, "%s", pc[k].label);
+        for (int ci = 0; ci < nctx; ci++) {
+            ctx_label(ctxs[ci], lab, sizeof lab);
+            if (o->format == TABLE_MD)
+                grid_set(&g, grid_add_row(&g), 0, "**Context length: %s**", lab);
+            int first = g.nr;
+            for (int wi = 0; wi < nw; wi++) {
+                int gr = grid_add_row(&g);
+                if (lead == 2)
+                    grid_set(&g, gr, 0, "%d", ctxs[ci]);
+                grid_set(&g, gr, lead - 1, "%d", ws[wi]);
+            }
+            for (int k = 0; k < npc; k++) {
+                int after_oom = 0;
+                for (int wi = 0; wi < nw; wi++) {
+                    paper_cell_text(&CELL(ci, wi, k), &after_oom, buf, sizeof buf);
+                    grid_set(&g, first + wi, lead + k, "%s", buf);
+                }
+            }
+        }
+    } else {
+        /* the paper's Table 7: one group of columns per kernel, one column per context */
+        g.nc = 1 + npc * nctx;
+        int h = grid_add_row(&g);
+        grid_set(&g, h, 0, "W");
+        for (int k = 0; k < npc; k++)
+            for (int ci = 0; ci < nctx; ci++) {
+                ctx_label(ctxs[ci], lab, sizeof lab);
+                grid_set(&g, h, 1 + k * nctx + ci, "%s %s", pc[k].label, lab);
+            }
+        for (int wi = 0; wi < nw; wi++)
+            grid_set(&g, grid_add_row(&g), 0, "%d", ws[wi]);
+        for (int k = 0; k < npc; k++)
+            for (int ci = 0; ci < nctx; ci++) {
+                int after_oom = 0;
+                for (int wi = 0; wi < nw; wi++) {
+                    paper_cell_text(&CELL(ci, wi, k), &after_oom, buf, sizeof buf);
+                    grid_set(&g, 1 + wi, 1 + k * nctx + ci, "%s", buf);
+                }
+            }
+    }
+#undef CELL
+    int rc = 0;
+    if (g.failed) {
+        snprintf(msg, len, "out of memory");
+        rc = -1;
+    } else {
+        if (o->format == TABLE_MD)
+            paper_caption(out, o->paper, m, gpu, pc, npc, o, layers_seen, nlayers);
+        grid_print(out, &g, o->format);
+    }
+    grid_free(&g);
+    free(cells);
+    free(use);
+    free(colof);
+    return rc;
+}
+
+int table_render(FILE *out, const csv_table_t *t, const table_opts_t *o, char *msg, size_t len)
+{
+    if (o->paper != 0)
+        return table_paper(out, t, o, msg, len);
+    return table_pivot(out, t, o, msg, len);
+}

@@ -1,0 +1,57 @@
+/* Pivot tables of results CSVs (`attnbench table`): a generic pivot of any columns,
+ * and the layouts of the bifurcated-attention paper's Tables 6 and 7. */
+#ifndef ATTNBENCH_TABLE_H
+#define ATTNBENCH_TABLE_H
+
+#include <stddef.h>
+#include <stdio.h>
+#include "csv.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef enum { TABLE_MD, TABLE_CSV } table_format_t;
+/* Which of several rows landing in one cell is shown (ok rows always win over
+ * failed ones): the smallest value, the largest, or the last in the file. */
+typedef enum { TABLE_AGG_MIN, TABLE_AGG_MAX, TABLE_AGG_LAST } table_agg_t;
+
+/* A value column computed from others: median_us * layers / 1000, the per-token
+ * latency of `layers` attention layers in ms. */
+#define TABLE_MS_PER_TOKEN "ms_per_token"
+
+#define TABLE_MAX_WHERE 16
+/* COL=VAL[,VAL...]: keeps rows whose COL equals one of the values (as text, or as
+ * numbers, where 8k means 8192). */
+typedef struct table_where {
+    char col[64];
+    char vals[256];
+} table_where_t;
+
+typedef struct table_opts {
+    const char *rows;    /* generic pivot: row axis, one column or several joined by ',' */
+    const char *cols;    /* column axis, same form */
+    const char *value;   /* a column, or TABLE_MS_PER_TOKEN */
+    table_where_t where[TABLE_MAX_WHERE];
+    int nwhere;
+    int paper;           /* 0: generic pivot; 6 or 7: the paper's table */
+    int layers;          /* > 0: overrides the layers column in ms_per_token */
+    table_format_t format;
+    table_agg_t agg;
+} table_opts_t;
+
+/* Defaults: generic, value median_us, Markdown, min. */
+void table_opts_init(table_opts_t *o);
+/* Parses "COL=VAL[,VAL...]". Returns 0, or -1 with one line in msg. */
+int table_where_parse(const char *s, table_where_t *w, char *msg, size_t len);
+
+/* Writes the table o asks for. Returns 0, or -1 with one line in msg (unknown
+ * column, missing axis, bad --paper, rows of several GPUs in a paper table). */
+int table_render(FILE *out, const csv_table_t *t, const table_opts_t *o, char *msg, size_t len);
+int table_pivot(FILE *out, const csv_table_t *t, const table_opts_t *o, char *msg, size_t len);
+int table_paper(FILE *out, const csv_table_t *t, const table_opts_t *o, char *msg, size_t len);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

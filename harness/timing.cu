@@ -1,0 +1,239 @@
+#include "timing.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <cuda_runtime.h>
+#include <cuda_profiler_api.h>
+#include "nvtx.h"
+
+/* More timed launches than any sensible run asks for: guards the event pool. */
+#define TIMING_ITERS_LIMIT 1000000
+#define FALLBACK_L2_BYTES (64 << 20)
+
+struct timer {
+    cudaStream_t stream;
+    void *flush;             /* written before each cold launch so that L2 holds none of the inputs */
+    size_t flush_bytes;
+    unsigned flush_round;
+    cudaEvent_t *start, *stop;
+    int events;              /* event pairs created */
+    double *samples;         /* per-launch microseconds, events long */
+};
+
+/* One step of the measured work: either fn itself or its captured graph. */
+typedef struct step {
+    launch_fn fn;
+    void *ctx;
+    cudaGraphExec_t exec;
+} step_t;
+
+static cudaError_t ensure_events(timer_t_ *t, int n)
+{
+    if (n <= t->events) return cudaSuccess;
+    cudaEvent_t *start = (cudaEvent_t *)realloc(t->start, (size_t)n * sizeof *start);
+    if (!start) return cudaErrorMemoryAllocation;
+    t->start = start;
+    cudaEvent_t *stop = (cudaEvent_t *)realloc(t->stop, (size_t)n * sizeof *stop);
+    if (!stop) return cudaErrorMemoryAllocation;
+    t->stop = stop;
+    double *samples = (double *)realloc(t->samples, (size_t)n * sizeof *samples);
+    if (!samples) return cudaErrorMemoryAllocation;
+    t->samples = samples;
+    while (t->events < n) {
+        cudaError_t err = cudaEventCreate(&t->start[t->events]);
+        if (err != cudaSuccess) return err;
+        err = cudaEventCreate(&t->stop[t->events]);
+        if (err != cudaSuccess) {
+            cudaEventDestroy(t->start[t->events]);
+            return err;
+        }
+        ++t->events;
+    }
+    return cudaSuccess;
+}
+
+extern "C" cudaError_t timer_new(timer_t_ **out, const device_info_t *dev)
+{
+    if (!out) return cudaErrorInvalidValue;
+    *out = NULL;
+    timer_t_ *t = (timer_t_ *)calloc(1, sizeof *t);
+    if (!t) return cudaErrorMemoryAllocation;
+    int l2 = dev ? dev->l2_bytes : 0;
+    if (l2 <= 0) {
+        int id = 0;
+        if (cudaGetDevice(&id) != cudaSuccess || cudaDeviceGetAttribute(&l2, cudaDevAttrL2CacheSize, id) != cudaSuccess)
+            l2 = 0;
+        if (l2 <= 0) l2 = FALLBACK_L2_BYTES;
+    }
+    /* Twice the L2: whatever replacement policy it uses, none of the previous
+     * contents survive. */
+    t->flush_bytes = 2 * (size_t)l2;
+    cudaError_t err = cudaStreamCreateWithFlags(&t->stream, cudaStreamNonBlocking);
+    if (err == cudaSuccess) err = cudaMalloc(&t->flush, t->flush_bytes);
+    if (err == cudaSuccess) err = ensure_events(t, TIMING_MIN_ITERS);
+    if (err != cudaSuccess) {
+        timer_destroy(t);
+        return err;
+    }
+    *out = t;
+    return cudaSuccess;
+}
+
+extern "C" void timer_destroy(timer_t_ *t)
+{
+    if (!t) return;
+    if (t->stream) cudaStreamSynchronize(t->stream);
+    for (int i = 0; i < t->events; ++i) {
+        cudaEventDestroy(t->start[i]);
+        cudaEventDestroy(t->stop[i]);
+    }
+    free(t->start);
+    free(t->stop);
+    free(t->samples);
+    if (t->flush) cudaFree(t->flush);
+    if (t->stream) cudaStreamDestroy(t->stream);
+    free(t);
+}
+
+extern "C" cudaStream_t timer_stream(timer_t_ *t) { return t ? t->stream : NULL; }
+
+static cudaError_t flush_l2(timer_t_ *t)
+{
+    /* A changing byte value, so that no layer can skip a write of unchanged data. */
+    int value = 1 + (int)(t->flush_round++ % 255u);
+    return cudaMemsetAsync(t->flush, value, t->flush_bytes, t->stream);
+}
+
+static cudaError_t launch_step(timer_t_ *t, const step_t *s)
+{
+    cudaError_t err = s->exec ? cudaGraphLaunch(s->exec, t->stream) : s->fn(s->ctx, t->stream);
+    if (err == cudaSuccess) err = cudaGetLastError();
+    return err;
+}
+
+/* n launches, launch i between events start[i] and stop[i]; the flush before it
+ * lies outside the events. Per-launch microseconds land in t->samples. */
+static cudaError_t timed_launches(timer_t_ *t, const step_t *s, int n, bool hot)
+{
+    cudaError_t err = ensure_events(t, n);
+    for (int i = 0; i < n && err == cudaSuccess; ++i) {
+        if (!hot) err = flush_l2(t);
+        if (err == cudaSuccess) err = cudaEventRecord(t->start[i], t->stream);
+        if (err == cudaSuccess) err = launch_step(t, s);
+        if (err == cudaSuccess) err = cudaEventRecord(t->stop[i], t->stream);
+    }
+    if (err != cudaSuccess) return err;
+    return n > 0 ? cudaEventSynchronize(t->stop[n - 1]) : cudaSuccess;
+}
+
+static cudaError_t collect_samples(timer_t_ *t, int n)
+{
+    for (int i = 0; i < n; ++i) {
+        float ms = 0.0f;
+        cudaError_t err = cudaEventElapsedTime(&ms, t->start[i], t->stop[i]);
+        if (err != cudaSuccess) return err;
+        t->samples[i] = 1000.0 * ms;
+    }
+    return cudaSuccess;
+}
+
+/* Captures fn's launch sequence once. Relaxed mode: a launch function may make
+ * calls (cuBLAS's own set-up, say) that the stricter modes forbid during capture. */
+static cudaError_t capture(timer_t_ *t, launch_fn fn, void *ctx, cudaGraphExec_t *exec)
+{
+    *exec = NULL;
+    cudaError_t err = cudaStreamBeginCapture(t->stream, cudaStreamCaptureModeRelaxed);
+    if (err != cudaSuccess) return err;
+    cudaError_t fn_err = fn(ctx, t->stream);
+    cudaGraph_t graph = NULL;
+    err = cudaStreamEndCapture(t->stream, &graph);
+    if (fn_err != cudaSuccess) err = fn_err;
+    if (err == cudaSuccess) err = cudaGraphInstantiate(exec, graph, 0);
+    if (graph) cudaGraphDestroy(graph);
+    if (err != cudaSuccess) {
+        cudaGetLastError();   /* an invalidated capture leaves a non-sticky error behind */
+        *exec = NULL;
+    }
+    return err;
+}
+
+static int adaptive_iters(double launch_us, double min_time_s)
+{
+    if (!(launch_us > 0.0) || !(min_time_s > 0.0)) return TIMING_MIN_ITERS;
+    double n = ceil(min_time_s * 1e6 / launch_us);
+    if (n < TIMING_MIN_ITERS) return TIMING_MIN_ITERS;
+    if (n > TIMING_MAX_ITERS) return TIMING_MAX_ITERS;
+    return (int)n;
+}
+
+/* Warm-up launches, timed like the real ones so that their median sizes the
+ * adaptive count. At least one launch when the count is adaptive. */
+static cudaError_t warm_up(timer_t_ *t, const step_t *s, const timing_opts_t *o, int *iters)
+{
+    int n = o->warmup;
+    if (o->iters == 0 && n < 1) n = 1;
+    nvtx_push(NVTX_PHASE_WARMUP);
+    cudaError_t err = timed_launches(t, s, n, o->hot);
+    if (err == cudaSuccess) err = collect_samples(t, n);
+    nvtx_pop();
+    if (err != cudaSuccess) return err;
+    if (o->iters > 0) {
+        *iters = o->iters;
+        return cudaSuccess;
+    }
+    sample_summary_t w;
+    if (stats_summarize(t->samples, n, &w) != 0) return cudaErrorMemoryAllocation;
+    *iters = adaptive_iters(w.median, o->min_time_s);
+    return cudaSuccess;
+}
+
+static cudaError_t measure(timer_t_ *t, const step_t *s, const timing_opts_t *o, int iters)
+{
+    nvtx_push(NVTX_PHASE_TIMED);
+    cudaError_t err = o->profile ? cudaProfilerStart() : cudaSuccess;
+    if (err == cudaSuccess) {
+        err = timed_launches(t, s, iters, o->hot);
+        if (o->profile) {
+            cudaError_t stop_err = cudaProfilerStop();
+            if (err == cudaSuccess) err = stop_err;
+        }
+    }
+    nvtx_pop();
+    if (err == cudaSuccess) err = collect_samples(t, iters);
+    return err;
+}
+
+extern "C" cudaError_t timer_run(timer_t_ *t, launch_fn fn, void *ctx, const timing_opts_t *o,
+                                 timing_result_t *r)
+{
+    if (r) memset(r, 0, sizeof *r);
+    if (!t || !fn || !o || !r || o->warmup < 0 || o->iters < 0 || o->iters > TIMING_ITERS_LIMIT ||
+        o->warmup > TIMING_ITERS_LIMIT)
+        return cudaErrorInvalidValue;
+
+    step_t s = {fn, ctx, NULL};
+    cudaError_t err = o->graph ? capture(t, fn, ctx, &s.exec) : cudaSuccess;
+    int iters = 0;
+    if (err == cudaSuccess) err = warm_up(t, &s, o, &iters);
+    if (err == cudaSuccess) err = measure(t, &s, o, iters);
+    if (err == cudaSuccess) {
+        sample_summary_t sum;
+        if (stats_summarize(t->samples, iters, &sum) != 0) {
+            err = cudaErrorMemoryAllocation;
+        } else {
+            r->iters = sum.n;
+            r->median_us = sum.median;
+            r->p10_us = sum.p10;
+            r->p90_us = sum.p90;
+            r->min_us = sum.min;
+            r->max_us = sum.max;
+            r->noise = sum.noise;
+        }
+    }
+    /* Leave the stream idle whatever happened, so the caller can free buffers. */
+    cudaError_t sync_err = cudaStreamSynchronize(t->stream);
+    if (err == cudaSuccess) err = sync_err;
+    if (s.exec) cudaGraphExecDestroy(s.exec);
+    return err;
+}

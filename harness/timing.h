@@ -1,0 +1,61 @@
+/* Timing of one configuration (SPEC §5): warm-up, then timed launches each between
+ * its own pair of CUDA events, L2 flushed before each timed launch unless hot,
+ * optionally through a CUDA graph and bracketed for the profilers. Callable from C11. */
+#ifndef ATTNBENCH_TIMING_H
+#define ATTNBENCH_TIMING_H
+
+#include <stdbool.h>
+#include <cuda_runtime_api.h>
+#include "stats.h"
+#include "../kernels/registry.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Enqueues one step of the measured work on s; no synchronisation (it may be
+ * captured into a graph). */
+typedef cudaError_t (*launch_fn)(void *ctx, cudaStream_t s);
+
+/* Adaptive iteration counts stay within these. */
+#define TIMING_MIN_ITERS 10
+#define TIMING_MAX_ITERS 1000
+
+typedef struct timing_opts {
+    int warmup;          /* launches before timing, >= 0 */
+    int iters;           /* timed launches; 0 = adaptive: enough to fill min_time_s,
+                            clamped to [TIMING_MIN_ITERS, TIMING_MAX_ITERS] */
+    double min_time_s;   /* adaptive target of kernel time summed over the timed launches */
+    bool hot;            /* do not flush L2 before each timed launch */
+    bool graph;          /* time cudaGraphLaunch of fn's captured launch sequence */
+    bool profile;        /* cudaProfilerStart/Stop around the timed launches only */
+} timing_opts_t;
+
+/* Per-launch times in microseconds; noise is the relative standard deviation. */
+typedef struct timing_result {
+    int iters;
+    double median_us, p10_us, p90_us, min_us, max_us, noise;
+} timing_result_t;
+
+/* Owns the L2-flush buffer (2x L2 size), the event pairs and a non-blocking
+ * stream. Work on that stream is not ordered with the legacy default stream:
+ * synchronise (cudaStreamSynchronize(timer_stream(t))) before reading results
+ * with synchronous copies. */
+typedef struct timer timer_t_;
+
+/* Named timer_new, not timer_create: POSIX <time.h> declares timer_create. */
+cudaError_t timer_new(timer_t_ **t, const device_info_t *dev);
+void timer_destroy(timer_t_ *t);   /* NULL is fine */
+cudaStream_t timer_stream(timer_t_ *t);
+
+/* Runs fn as opts say and summarises the per-launch times into *r. Pushes the
+ * NVTX ranges "warm-up" and "timed" itself. Returns the first CUDA error (of fn,
+ * of a launch, of the capture); cudaErrorInvalidValue for bad options. The
+ * stream is idle again on return, also after an error from fn. */
+cudaError_t timer_run(timer_t_ *t, launch_fn fn, void *ctx, const timing_opts_t *o,
+                      timing_result_t *r);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,804 @@
+/* The attention core shared by `fused` and `bifurcated`: one CTA computes the
+ * softmax-weighted sum of V over a range of key positions for up to a tile of query
+ * rows that all read the same kv head, and leaves either the final output or a
+ * partial softmax state (m, l, unnormalised acc) that the merge kernel combines by
+ * log-sum-exp.
+ *
+ * Two CTA bodies:
+ *
+ * - Tensor-core body (fp16/bf16, d a multiple of 16, instantiated for d = 64, 80,
+ *   96, 128, 256). 4 warps, 128 threads. Keys stream through shared memory in
+ *   tiles of ATTN_KEY_TILE = 64 rows of K and of V, loaded with 16-byte
+ *   cp.async.cg (L2 only) into a 2..4-stage ring, so that two or three tiles are in
+ *   flight while one is consumed; the next tile's row addresses (block-table and
+ *   indirection look-ups) are fetched one tile earlier into a small ring of row
+ *   indices (offset / d, 32 bits, so a 64-row tile of d=128 keeps two CTAs per SM), so the dependent loads of paged/indirect layouts never stall the copy
+ *   issue. Rows past the end of the range are zero-filled by cp.async's src-size 0
+ *   operand (never read: paged pools hold NaN there) and their logits set to -inf.
+ *   S = Q·Kᵀ and O += P·V use mma.sync m16n8k16 with fp32 accumulators; K rows are
+ *   the col-major B operand via ldmatrix, V via ldmatrix.trans, and P goes from the
+ *   accumulator layout straight into A fragments. The shared layout XORs 16-byte
+ *   chunks with (row & 7) when a row holds a multiple of 8 chunks and is padded by
+ *   one chunk otherwise, so every ldmatrix phase hits 8 distinct bank groups.
+ *   Two warp decompositions:
+ *     KEYSPLIT (decode, one stream's p heads: few rows): every warp takes 16 of
+ *       the 64 keys of each tile and all 16*MT rows, keeping its own running
+ *       max/sum/O; the 4 warps are merged through shared memory at the end.
+ *     ROWSPLIT (bifurcated context, W*p rows): every warp takes 16 rows and all
+ *       64 keys, so a 64-row tile reads each K/V element once for all its rows.
+ *
+ * - CUDA-core body (fp32, or d not a multiple of 16; any d multiple of 8 up to
+ *   256). Same grid, 4 warps, 8 query rows per CTA held in shared memory as fp32.
+ *   Warps take interleaved 32-key slices; each lane computes one key's logits for
+ *   the 8 rows with 16-byte loads, softmax with warp shuffles, then the lanes own
+ *   dims of O and accumulate V rows read coalesced. Correctness first.
+ *
+ * Grid: a flat 1-D grid of units x kv heads x splits x row tiles, row tiles
+ * fastest, so CTAs that read the same keys (different row tiles of one
+ * (unit, head, split)) run side by side and share L2. A unit is a stream (fused,
+ * decode part) or a request (bifurcated context part).
+ *
+ * Softmax runs in the log2 domain (logits scaled by scale*log2(e), exp2f);
+ * partials store m in natural-log units for lse_merge. */
+#ifndef ATTNBENCH_ATTN_CORE_CUH
+#define ATTNBENCH_ATTN_CORE_CUH
+
+#include <stdint.h>
+#include <math.h>
+#include <string.h>
+#include <cuda_runtime.h>
+#include <cuda_fp16.h>
+#include <cuda_bf16.h>
+#include "registry.h"
+#include "kv_layout.h"
+#include "split_plan.h"
+
+#define ATTN_KEY_TILE 64      /* keys per pipeline stage; split chunks are multiples of it */
+#define ATTN_WARPS 4
+#define ATTN_THREADS (32 * ATTN_WARPS)
+#define ATTN_CC_ROWS 8        /* query rows per CTA on the CUDA-core path */
+#define ATTN_SMEM_PER_SM 233472 /* H100/H200 shared memory per SM, when the device does not say */
+#define ATTN_SMEM_RESERVED 1024 /* the driver's per-CTA reservation */
+#define ATTN_LOG2E 1.4426950408889634f
+#define ATTN_LN2 0.6931471805599453f
+
+/* How a key position becomes the offset of its K row (the V row is vstride further). */
+enum { ADDR_CONTIG = 0, ADDR_PAGED = 1, ADDR_CTX = 2, ADDR_DEC = 3 };
+
+/* Everything one launch of the core needs; passed by value. */
+typedef struct attn_params {
+    kv_geometry_t geom;
+    const void *q;               /* [B*W, h, d] */
+    void *out;                   /* [B*W, h, d], written when nslots == 1 */
+    const void *kv;              /* the buffer the address mode points into */
+    const int32_t *table;        /* paged block table */
+    const int32_t *indirection;  /* [B, W, L] or NULL */
+    float *ws_acc;               /* [B*W*h, nslots, d] partial unnormalised outputs */
+    float2 *ws_ml;               /* [B*W*h, nslots] partial (m, l) */
+    unsigned int *counters;      /* [units, g, row_tiles] splits done, or NULL: merged by the last CTA */
+    int64_t vstride;             /* elements from a K row to its V row */
+    int heads, group;            /* h, p */
+    int units, kv_heads;         /* grid extent: units x g x splits x row_tiles */
+    int splits, row_tiles;
+    int rows_per_cta;
+    int rows_per_unit;           /* p (per stream) or W*p (per request) */
+    int streams_per_unit;        /* 1 or W */
+    int addr_stream_mult;        /* the stream whose table/cache a unit reads: unit * this */
+    int key_begin, key_end;      /* positions this launch covers */
+    int chunk;                   /* keys per split */
+    int nslots, slot_base;       /* partial slot of split s: slot_base + s */
+    float scale_log2;
+} attn_params_t;
+
+/* ---------------------------------------------------------------- dtype traits */
+
+template <typename T> struct dt;
+
+template <> struct dt<__half> {
+    static __device__ __forceinline__ float to_f(__half x) { return __half2float(x); }
+    static __device__ __forceinline__ __half from_f(float x) { return __float2half_rn(x); }
+    static __device__ __forceinline__ uint32_t pack(float a, float b)
+    {
+        __half2 h = __floats2half2_rn(a, b);
+        return *reinterpret_cast<uint32_t *>(&h);
+    }
+    static __device__ __forceinline__ void mma(float c[4], const uint32_t a[4], uint32_t b0, uint32_t b1)
+    {
+        asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 "
+                     "{%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\n"
+                     : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+                     : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+    }
+};
+
+template <> struct dt<__nv_bfloat16> {
+    static __device__ __forceinline__ float to_f(__nv_bfloat16 x) { return __bfloat162float(x); }
+    static __device__ __forceinline__ __nv_bfloat16 from_f(float x) { return __float2bfloat16_rn(x); }
+    static __device__ __forceinline__ uint32_t pack(float a, float b)
+    {
+        __nv_bfloat162 h = __floats2bfloat162_rn(a, b);
+        return *reinterpret_cast<uint32_t *>(&h);
+    }
+    static __device__ __forceinline__ void mma(float c[4], const uint32_t a[4], uint32_t b0, uint32_t b1)
+    {
+        asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 "
+                     "{%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\n"
+                     : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+                     : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+    }
+};
+
+template <> struct dt<float> {
+    static __device__ __forceinline__ float to_f(float x) { return x; }
+    static __device__ __forceinline__ float from_f(float x) { return x; }
+};
+
+/* 16 bytes of T as floats (8 halves or 4 floats). */
+template <typename T> struct vec16 { enum { N = 16 / sizeof(T) }; };
+
+template <typename T>
+__device__ __forceinline__ void load16_as_float(const T *src, float *dst)
+{
+    uint4 raw = *reinterpret_cast<const uint4 *>(src);
+    const T *e = reinterpret_cast<const T *>(&raw);
+#pragma unroll
+    for (int i = 0; i < vec16<T>::N; ++i) dst[i] = dt<T>::to_f(e[i]);
+}
+
+/* ---------------------------------------------------------------- PTX wrappers */
+
+__device__ __forceinline__ uint32_t smem_addr(const void *p)
+{
+    return (uint32_t)__cvta_generic_to_shared(p);
+}
+
+/* 16-byte global->shared copy through L2 only; src_bytes 0 writes zeros and reads nothing. */
+__device__ __forceinline__ void cp_async16(uint32_t dst, const void *src, int src_bytes)
+{
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(dst), "l"(src), "r"(src_bytes)
+                 : "memory");
+}
+__device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::: "memory"); }
+template <int N> __device__ __forceinline__ void cp_async_wait()
+{
+    asm volatile("cp.async.wait_group %0;\n" ::"n"(N) : "memory");
+}
+
+__device__ __forceinline__ void ldmatrix_x4(uint32_t r[4], uint32_t addr)
+{
+    asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];\n"
+                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+                 : "r"(addr));
+}
+__device__ __forceinline__ void ldmatrix_x4_trans(uint32_t r[4], uint32_t addr)
+{
+    asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];\n"
+                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+                 : "r"(addr));
+}
+
+__device__ __forceinline__ float warp_max(float v)
+{
+#pragma unroll
+    for (int o = 16; o > 0; o >>= 1) v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, o));
+    return v;
+}
+__device__ __forceinline__ float warp_sum(float v)
+{
+#pragma unroll
+    for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
+    return v;
+}
+
+/* ---------------------------------------------------------------- addressing */
+
+/* Element offset of the K row at position pos for (unit, kv head); the kv_layout.h
+ * arithmetic, specialised per layout. Indirection is a run-time pointer test: it is
+ * evaluated once per key row per tile, a tile ahead of use, off the critical path. */
+template <int ADDR>
+__device__ __forceinline__ int64_t kv_row(const attn_params_t &P, int unit, int head, int pos)
+{
+    const kv_geometry_t *g = &P.geom;
+    if (ADDR == ADDR_CTX) return kv_ctx_offset(g, unit, 0, head, pos);
+    int src = kv_source_stream(g, P.indirection, unit * P.addr_stream_mult, pos);
+    if (ADDR == ADDR_PAGED) {
+        int block = __ldg(P.table + (int64_t)src * g->max_blocks_per_seq + (pos >> g->block_shift));
+        return kv_paged_offset(g, block, 0, head, pos & (g->block_size - 1));
+    }
+    if (ADDR == ADDR_DEC) return kv_dec_offset(g, src, 0, head, pos - g->ctx);
+    return kv_contiguous_offset(g, src, 0, head, pos);
+}
+
+/* Which CTA this is: row tiles fastest, then splits, kv heads, units. */
+struct cta_coord {
+    int row_tile, split, head, unit;
+    int k_lo, k_hi;   /* key positions of this CTA */
+};
+
+__device__ __forceinline__ cta_coord cta_decompose(const attn_params_t &P)
+{
+    cta_coord c;
+    int64_t b = blockIdx.x;
+    c.row_tile = (int)(b % P.row_tiles); b /= P.row_tiles;
+    c.split = (int)(b % P.splits); b /= P.splits;
+    c.head = (int)(b % P.kv_heads);
+    c.unit = (int)(b / P.kv_heads);
+    c.k_lo = P.key_begin + c.split * P.chunk;
+    c.k_hi = min(P.key_end, c.k_lo + P.chunk);
+    return c;
+}
+
+/* Query row r of the CTA -> (stream, query head); false for padding rows. */
+__device__ __forceinline__ bool row_target(const attn_params_t &P, const cta_coord &c, int r,
+                                           int *stream, int *head)
+{
+    int gr = c.row_tile * P.rows_per_cta + r;
+    if (gr >= P.rows_per_unit) return false;
+    *stream = c.unit * P.streams_per_unit + gr / P.group;
+    *head = c.head * P.group + gr % P.group;
+    return true;
+}
+
+/* ---------------------------------------------------------------- epilogue */
+
+template <typename T>
+__device__ __forceinline__ void store4(T *dst, float a, float b, float c, float d)
+{
+    dst[0] = dt<T>::from_f(a); dst[1] = dt<T>::from_f(b);
+    dst[2] = dt<T>::from_f(c); dst[3] = dt<T>::from_f(d);
+}
+
+/* Combines the per-warp states staged in shared memory (source i of CTA row r at
+ * index i*rows_per_src + r; m in log2 units, l, o with row stride d+8) and writes
+ * either the final output (nslots == 1) or this split's partial. */
+template <typename T>
+__device__ void combine_and_emit(const attn_params_t &P, const cta_coord &c, const float *st_o,
+                                 const float *st_m, const float *st_l, int rows, int nsrc,
+                                 int rows_per_src, int d)
+{
+    const int q4 = d / 4;
+    const int ostride = d + 8;
+    for (int idx = threadIdx.x; idx < rows * q4; idx += blockDim.x) {
+        int r = idx / q4, x = (idx - r * q4) * 4;
+        int stream, head;
+        if (!row_target(P, c, r, &stream, &head)) continue;
+        float M = -INFINITY;
+        for (int i = 0; i < nsrc; ++i) M = fmaxf(M, st_m[i * rows_per_src + r]);
+        float L = 0.f;
+        float4 acc = make_float4(0.f, 0.f, 0.f, 0.f);
+        if (M != -INFINITY) {
+            for (int i = 0; i < nsrc; ++i) {
+                int s = i * rows_per_src + r;
+                float w = exp2f(st_m[s] - M);
+                L += st_l[s] * w;
+                float4 o = *reinterpret_cast<const float4 *>(st_o + (int64_t)s * ostride + x);
+                acc.x += o.x * w; acc.y += o.y * w; acc.z += o.z * w; acc.w += o.w * w;
+            }
+        }
+        int64_t row_id = (int64_t)stream * P.heads + head;
+        if (P.nslots == 1) {
+            float inv = L > 0.f ? 1.f / L : 0.f;
+            store4((T *)P.out + row_id * d + x, acc.x * inv, acc.y * inv, acc.z * inv, acc.w * inv);
+        } else {
+            int64_t slot = row_id * P.nslots + P.slot_base + c.split;
+            *reinterpret_cast<float4 *>(P.ws_acc + slot * d + x) = acc;
+            if (x == 0) P.ws_ml[slot] = make_float2(M == -INFINITY ? -INFINITY : M * ATTN_LN2, L);
+        }
+    }
+    if (P.nslots == 1 || !P.counters) return;
+
+    /* Split-KV without a second launch: the last CTA of the (unit, head, row tile)
+     * to finish folds every split's partial of its rows (threadfence-reduction
+     * pattern; the counter is reset for the next launch, so the workspace needs
+     * zeroing only once). */
+    __shared__ int last_split;
+    __threadfence();
+    __syncthreads();
+    if (threadIdx.x == 0) {
+        unsigned int *ctr = P.counters + ((int64_t)c.unit * P.kv_heads + c.head) * P.row_tiles + c.row_tile;
+        last_split = atomicAdd(ctr, 1u) == (unsigned)(P.splits - 1);
+        if (last_split) atomicExch(ctr, 0u);
+    }
+    __syncthreads();
+    if (!last_split) return;
+    __threadfence();
+    for (int idx = threadIdx.x; idx < rows * q4; idx += blockDim.x) {
+        int r = idx / q4, x = (idx - r * q4) * 4;
+        int stream, head;
+        if (!row_target(P, c, r, &stream, &head)) continue;
+        int64_t row_id = (int64_t)stream * P.heads + head;
+        float m = -INFINITY, l = 0.f, acc[4] = {0.f, 0.f, 0.f, 0.f};
+        for (int s = 0; s < P.nslots; ++s) {
+            int64_t slot = row_id * P.nslots + s;
+            float2 ml = __ldcg(P.ws_ml + slot);
+            float4 a = __ldcg(reinterpret_cast<const float4 *>(P.ws_acc + slot * d + x));
+            float part[4] = {a.x, a.y, a.z, a.w};
+            lse_merge(&m, &l, acc, ml.x, ml.y, part, 4);
+        }
+        float inv = l > 0.f ? 1.f / l : 0.f;
+        store4((T *)P.out + row_id * d + x, acc[0] * inv, acc[1] * inv, acc[2] * inv, acc[3] * inv);
+    }
+}
+
+/* ---------------------------------------------------------------- tensor-core body */
+
+template <int D, int MT, bool KEYSPLIT>
+struct tc_shape {
+    static constexpr int KT = ATTN_KEY_TILE;
+    static constexpr int NW = ATTN_WARPS;
+    static constexpr int ROWS = KEYSPLIT ? 16 * MT : 16 * NW;   /* query rows per CTA */
+    static constexpr int RPW = 16 * MT;                          /* rows each warp holds */
+    static constexpr int KW = KEYSPLIT ? KT / NW : KT;           /* keys each warp takes per tile */
+    static constexpr int NT = KW / 8;                            /* n8 tiles of S per warp */
+    static constexpr int NCH = D / 8;                            /* 16-byte chunks per row */
+    static constexpr bool SWZ = NCH % 8 == 0;
+    static constexpr int ROW_BYTES = SWZ ? D * 2 : D * 2 + 16;
+    static constexpr int STAGES = D <= 64 ? 4 : (D <= 128 ? 3 : 2);
+    static constexpr int TILE_BYTES = KT * ROW_BYTES;
+    static constexpr int PIPE_BYTES = STAGES * 2 * TILE_BYTES;
+    static constexpr int STAGING_BYTES = NW * RPW * ((D + 8) * 4 + 8);
+    static constexpr int REGION_BYTES = PIPE_BYTES > STAGING_BYTES ? PIPE_BYTES : STAGING_BYTES;
+    static constexpr int Q_BYTES = ROWS * ROW_BYTES;
+    static constexpr int OFF_BYTES = STAGES * KT * 4;
+    static constexpr int SMEM = REGION_BYTES + Q_BYTES + OFF_BYTES;
+    /* CTAs per SM that the shared memory allows on an H100/H200; __launch_bounds__
+     * caps registers so that this many also fit by registers. */
+    static constexpr int MINB_RAW = ATTN_SMEM_PER_SM / (SMEM + ATTN_SMEM_RESERVED);
+    static constexpr int MINB = MINB_RAW < 1 ? 1 : (MINB_RAW > 4 ? 4 : MINB_RAW);
+    static_assert(D % 16 == 0 && KW % 16 == 0, "tensor-core shape");
+    static_assert(KT * NCH % ATTN_THREADS == 0, "tile copy divides among the threads");
+    static_assert(SMEM <= 227 * 1024, "shared memory per CTA");
+
+    static __device__ __forceinline__ int off(int row, int chunk)
+    {
+        return row * ROW_BYTES + (SWZ ? (chunk ^ (row & 7)) : chunk) * 16;
+    }
+};
+
+template <typename T, int D, int MT, bool KEYSPLIT, int ADDR>
+__global__ void __launch_bounds__(ATTN_THREADS, (tc_shape<D, MT, KEYSPLIT>::MINB))
+attn_tc_kernel(const attn_params_t P)
+{
+    typedef tc_shape<D, MT, KEYSPLIT> S;
+    extern __shared__ __align__(128) unsigned char smem[];
+    unsigned char *pipe = smem;
+    unsigned char *q_s = smem + S::REGION_BYTES;
+    uint32_t *off_ring = reinterpret_cast<uint32_t *>(q_s + S::Q_BYTES);
+
+    const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
+    const cta_coord c = cta_decompose(P);
+    const T *kv = static_cast<const T *>(P.kv);
+    const int ntiles = c.k_hi > c.k_lo ? (c.k_hi - c.k_lo + S::KT - 1) / S::KT : 0;
+
+    /* Row index (offset / D) of key row `row` of tile j, NO_ROW past the end. */
+    const uint32_t NO_ROW = 0xffffffffu;
+    auto tile_row_offset = [&](int j, int row) -> uint32_t {
+        int pos = c.k_lo + j * S::KT + row;
+        return pos < c.k_hi ? (uint32_t)(kv_row<ADDR>(P, c.unit, c.head, pos) / D) : NO_ROW;
+    };
+    auto load_tile = [&](int j) {
+        const uint32_t ks = smem_addr(pipe + (j % S::STAGES) * 2 * S::TILE_BYTES), vs = ks + S::TILE_BYTES;
+        const uint32_t *rows = off_ring + (j % S::STAGES) * S::KT;
+#pragma unroll
+        for (int k = 0; k < S::KT * S::NCH / ATTN_THREADS; ++k) {
+            int i = tid + k * ATTN_THREADS;
+            int row = i / S::NCH, ch = i - row * S::NCH;
+            uint32_t r = rows[row];
+            int bytes = r != NO_ROW ? 16 : 0;
+            const T *src = kv + (r != NO_ROW ? (int64_t)r * D + ch * 8 : 0);
+            cp_async16(ks + S::off(row, ch), src, bytes);
+            cp_async16(vs + S::off(row, ch), src + (r != NO_ROW ? P.vstride : 0), bytes);
+        }
+    };
+
+    /* Prologue: offsets of the first STAGES tiles, Q, then STAGES-1 tiles in flight. */
+    if (tid < S::KT)
+        for (int j = 0; j < S::STAGES; ++j)
+            off_ring[j * S::KT + tid] = j < ntiles ? tile_row_offset(j, tid) : NO_ROW;
+    for (int i = tid; i < S::ROWS * S::NCH; i += ATTN_THREADS) {
+        int r = i / S::NCH, ch = i - r * S::NCH, stream = 0, head = 0;
+        bool ok = row_target(P, c, r, &stream, &head);
+        const T *src = static_cast<const T *>(P.q) +
+                       (ok ? ((int64_t)stream * P.heads + head) * D + ch * 8 : 0);
+        cp_async16(smem_addr(q_s + S::off(r, ch)), src, ok ? 16 : 0);
+    }
+    __syncthreads();
+#pragma unroll
+    for (int j = 0; j < S::STAGES - 1; ++j) {
+        if (j < ntiles) load_tile(j);
+        cp_async_commit();
+    }
+
+    const int key_base = KEYSPLIT ? warp * S::KW : 0;
+    const int row_base = KEYSPLIT ? 0 : warp * 16;
+    const bool warp_has_rows = c.row_tile * P.rows_per_cta + row_base < P.rows_per_unit;
+    const uint32_t q_base = smem_addr(q_s);
+
+    float o[MT][D / 8][4];
+    float m[MT][2], l[MT][2];
+#pragma unroll
+    for (int mt = 0; mt < MT; ++mt) {
+#pragma unroll
+        for (int h = 0; h < 2; ++h) { m[mt][h] = -INFINITY; l[mt][h] = 0.f; }
+#pragma unroll
+        for (int n = 0; n < D / 8; ++n)
+#pragma unroll
+            for (int e = 0; e < 4; ++e) o[mt][n][e] = 0.f;
+    }
+
+    for (int t = 0; t < ntiles; ++t) {
+        cp_async_wait<S::STAGES - 2>();
+        __syncthreads();   /* tile t visible to all; tile t-1's buffer free */
+        if (t + S::STAGES - 1 < ntiles) load_tile(t + S::STAGES - 1);
+        cp_async_commit();
+        /* Next ring entry: issued now, stored after the math, so its latency hides. */
+        const bool fetch = tid < S::KT && t + S::STAGES < ntiles;
+        uint32_t next_off = fetch ? tile_row_offset(t + S::STAGES, tid) : NO_ROW;
+
+        const int nvalid = min(S::KT, c.k_hi - (c.k_lo + t * S::KT));
+        if (key_base < nvalid && warp_has_rows) {
+            const uint32_t kbuf = smem_addr(pipe + (t % S::STAGES) * 2 * S::TILE_BYTES);
+            const uint32_t vbuf = kbuf + S::TILE_BYTES;
+            float s[MT][S::NT][4];
+#pragma unroll
+            for (int mt = 0; mt < MT; ++mt)
+#pragma unroll
+                for (int n = 0; n < S::NT; ++n)
+#pragma unroll
+                    for (int e = 0; e < 4; ++e) s[mt][n][e] = 0.f;
+
+            /* S = Q Kᵀ: A = Q rows (row-major), B = K rows read as a col-major k x n. */
+#pragma unroll
+            for (int kk = 0; kk < D / 16; ++kk) {
+                uint32_t a[MT][4];
+#pragma unroll
+                for (int mt = 0; mt < MT; ++mt)
+                    ldmatrix_x4(a[mt], q_base + S::off(row_base + 16 * mt + (lane & 15), 2 * kk + (lane >> 4)));
+#pragma unroll
+                for (int jp = 0; jp < S::NT / 2; ++jp) {
+                    uint32_t b[4];
+                    ldmatrix_x4(b, kbuf + S::off(key_base + 16 * jp + (lane & 7) + ((lane >> 4) << 3),
+                                                 2 * kk + ((lane >> 3) & 1)));
+#pragma unroll
+                    for (int mt = 0; mt < MT; ++mt) {
+                        dt<T>::mma(s[mt][2 * jp], a[mt], b[0], b[1]);
+                        dt<T>::mma(s[mt][2 * jp + 1], a[mt], b[2], b[3]);
+                    }
+                }
+            }
+
+            /* Online softmax; thread holds rows lane/4 (h=0) and lane/4+8 (h=1) of each
+             * m tile, keys 8n + 2*(lane%4) + {0,1}. l stays a per-thread partial sum
+             * (the row's 4 threads are summed at the end). */
+#pragma unroll
+            for (int mt = 0; mt < MT; ++mt) {
+#pragma unroll
+                for (int h = 0; h < 2; ++h) {
+                    float mx = -INFINITY;
+#pragma unroll
+                    for (int n = 0; n < S::NT; ++n)
+#pragma unroll
+                        for (int e = 0; e < 2; ++e) {
+                            int key = key_base + 8 * n + 2 * (lane & 3) + e;
+                            float v = s[mt][n][2 * h + e] * P.scale_log2;
+                            v = key < nvalid ? v : -INFINITY;
+                            s[mt][n][2 * h + e] = v;
+                            mx = fmaxf(mx, v);
+                        }
+                    mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));
+                    mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));
+                    float m_new = fmaxf(m[mt][h], mx);
+                    float m_use = m_new == -INFINITY ? 0.f : m_new;   /* all masked: p = 0, no NaN */
+                    float alpha = exp2f(m[mt][h] - m_use);
+                    m[mt][h] = m_new;
+                    float sum = 0.f;
+#pragma unroll
+                    for (int n = 0; n < S::NT; ++n)
+#pragma unroll
+                        for (int e = 0; e < 2; ++e) {
+                            float p = exp2f(s[mt][n][2 * h + e] - m_use);
+                            s[mt][n][2 * h + e] = p;
+                            sum += p;
+                        }
+                    l[mt][h] = l[mt][h] * alpha + sum;
+#pragma unroll
+                    for (int n = 0; n < D / 8; ++n) {
+                        o[mt][n][2 * h] *= alpha;
+                        o[mt][n][2 * h + 1] *= alpha;
+                    }
+                }
+            }
+
+            /* O += P V: P from the S accumulators as A fragments, V rows via ldmatrix.trans. */
+#pragma unroll
+            for (int ks = 0; ks < S::KW / 16; ++ks) {
+                uint32_t pa[MT][4];
+#pragma unroll
+                for (int mt = 0; mt < MT; ++mt) {
+                    pa[mt][0] = dt<T>::pack(s[mt][2 * ks][0], s[mt][2 * ks][1]);
+                    pa[mt][1] = dt<T>::pack(s[mt][2 * ks][2], s[mt][2 * ks][3]);
+                    pa[mt][2] = dt<T>::pack(s[mt][2 * ks + 1][0], s[mt][2 * ks + 1][1]);
+                    pa[mt][3] = dt<T>::pack(s[mt][2 * ks + 1][2], s[mt][2 * ks + 1][3]);
+                }
+#pragma unroll
+                for (int db = 0; db < D / 16; ++db) {
+                    uint32_t b[4];
+                    ldmatrix_x4_trans(b, vbuf + S::off(key_base + 16 * ks + (lane & 7) + (((lane >> 3) & 1) << 3),
+                                                       2 * db + (lane >> 4)));
+#pragma unroll
+                    for (int mt = 0; mt < MT; ++mt) {
+                        dt<T>::mma(o[mt][2 * db], pa[mt], b[0], b[1]);
+                        dt<T>::mma(o[mt][2 * db + 1], pa[mt], b[2], b[3]);
+                    }
+                }
+            }
+        }
+        if (fetch) off_ring[((t + S::STAGES) % S::STAGES) * S::KT + tid] = next_off;
+    }
+
+    /* Stage every warp's (m, l, O) in the drained pipeline buffers and combine. */
+    cp_async_wait<0>();
+    __syncthreads();
+    float *st_o = reinterpret_cast<float *>(pipe);
+    float *st_m = st_o + S::NW * S::RPW * (D + 8);
+    float *st_l = st_m + S::NW * S::RPW;
+#pragma unroll
+    for (int mt = 0; mt < MT; ++mt)
+#pragma unroll
+        for (int h = 0; h < 2; ++h) {
+            float lsum = l[mt][h];
+            lsum += __shfl_xor_sync(0xffffffffu, lsum, 1);
+            lsum += __shfl_xor_sync(0xffffffffu, lsum, 2);
+            int row = warp * S::RPW + 16 * mt + (lane >> 2) + 8 * h;
+            if ((lane & 3) == 0) { st_m[row] = m[mt][h]; st_l[row] = lsum; }
+#pragma unroll
+            for (int n = 0; n < D / 8; ++n)
+                *reinterpret_cast<float2 *>(st_o + row * (D + 8) + 8 * n + 2 * (lane & 3)) =
+                    make_float2(o[mt][n][2 * h], o[mt][n][2 * h + 1]);
+        }
+    __syncthreads();
+    /* KEYSPLIT: CTA row r lives in every warp at warp*RPW + r. ROWSPLIT: only in its
+     * own warp, at index r (RPW = 16 there). */
+    combine_and_emit<T>(P, c, st_o, st_m, st_l, S::ROWS, KEYSPLIT ? S::NW : 1, S::RPW, D);
+}
+
+/* ---------------------------------------------------------------- CUDA-core body */
+
+static inline int cc_smem_bytes(int d)
+{
+    return (ATTN_CC_ROWS * d + ATTN_WARPS * ATTN_CC_ROWS * (d + 8) + 2 * ATTN_WARPS * ATTN_CC_ROWS) * 4;
+}
+#define ATTN_CC_MINB 3 /* caps registers at 168/thread: 8 rows x 8 dims of O without spills */
+
+template <typename T, int ADDR>
+__global__ void __launch_bounds__(ATTN_THREADS, ATTN_CC_MINB) attn_cc_kernel(const attn_params_t P)
+{
+    extern __shared__ __align__(128) unsigned char smem[];
+    const int d = P.geom.head_dim;
+    const int R = ATTN_CC_ROWS, VPL = 8; /* rows per CTA; O values per lane (d <= 256) */
+    float *q_s = reinterpret_cast<float *>(smem);
+    float *st_o = q_s + R * d;
+    float *st_m = st_o + ATTN_WARPS * R * (d + 8);
+    float *st_l = st_m + ATTN_WARPS * R;
+    const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
+    const cta_coord c = cta_decompose(P);
+    const T *kv = static_cast<const T *>(P.kv);
+
+    for (int i = tid; i < R * d; i += ATTN_THREADS) {
+        int r = i / d, x = i - r * d, stream, head;
+        float v = 0.f;
+        if (row_target(P, c, r, &stream, &head))
+            v = dt<T>::to_f(static_cast<const T *>(P.q)[((int64_t)stream * P.heads + head) * d + x]);
+        q_s[i] = v;
+    }
+    __syncthreads();
+
+    float m[R], l[R], o[R][VPL];
+#pragma unroll
+    for (int r = 0; r < R; ++r) {
+        m[r] = -INFINITY; l[r] = 0.f;
+#pragma unroll
+        for (int i = 0; i < VPL; ++i) o[r][i] = 0.f;
+    }
+
+    for (int base = c.k_lo + warp * 32; base < c.k_hi; base += ATTN_WARPS * 32) {
+        const int pos = base + lane;
+        const bool valid = pos < c.k_hi;
+        const int64_t off = valid ? kv_row<ADDR>(P, c.unit, c.head, pos) : 0;
+        float s[R];
+#pragma unroll
+        for (int r = 0; r < R; ++r) s[r] = 0.f;
+        if (valid) {
+            for (int x = 0; x < d; x += vec16<T>::N) {
+                float k[vec16<T>::N];
+                load16_as_float(kv + off + x, k);
+#pragma unroll
+                for (int r = 0; r < R; ++r)
+#pragma unroll
+                    for (int e = 0; e < vec16<T>::N; ++e) s[r] += q_s[r * d + x + e] * k[e];
+            }
+        }
+        float p[R];
+#pragma unroll
+        for (int r = 0; r < R; ++r) {
+            float v = valid ? s[r] * P.scale_log2 : -INFINITY;
+            float m_new = fmaxf(m[r], warp_max(v));
+            float m_use = m_new == -INFINITY ? 0.f : m_new;
+            float alpha = exp2f(m[r] - m_use);
+            p[r] = exp2f(v - m_use);
+            l[r] = l[r] * alpha + warp_sum(p[r]);
+            m[r] = m_new;
+#pragma unroll
+            for (int i = 0; i < VPL; ++i) o[r][i] *= alpha;
+        }
+        const int nk = min(32, c.k_hi - base);
+        for (int j = 0; j < nk; ++j) {
+            const int64_t vo = __shfl_sync(0xffffffffu, off, j) + P.vstride;
+            float pj[R];
+#pragma unroll
+            for (int r = 0; r < R; ++r) pj[r] = __shfl_sync(0xffffffffu, p[r], j);
+#pragma unroll
+            for (int i = 0; i < VPL; ++i) {
+                int x = lane + 32 * i;
+                if (x < d) {
+                    float v = dt<T>::to_f(kv[vo + x]);
+#pragma unroll
+                    for (int r = 0; r < R; ++r) o[r][i] += pj[r] * v;
+                }
+            }
+        }
+    }
+
+#pragma unroll
+    for (int r = 0; r < R; ++r) {
+        int row = warp * R + r;
+        if (lane == 0) { st_m[row] = m[r]; st_l[row] = l[r]; }
+#pragma unroll
+        for (int i = 0; i < VPL; ++i)
+            if (lane + 32 * i < d) st_o[row * (d + 8) + lane + 32 * i] = o[r][i];
+    }
+    __syncthreads();
+    combine_and_emit<T>(P, c, st_o, st_m, st_l, R, ATTN_WARPS, R, d);
+}
+
+/* ---------------------------------------------------------------- merge */
+
+/* One warp per (stream, query head) row: folds its nslots partials with lse_merge
+ * (each lane merges the dims it owns; m and l are merged redundantly per lane) and
+ * writes the normalised output. */
+template <typename T>
+__global__ void __launch_bounds__(128) attn_merge_kernel(const float *ws_acc, const float2 *ws_ml, T *out,
+                                                         int64_t rows, int nslots, int d)
+{
+    const int lane = threadIdx.x & 31;
+    const int64_t row = (int64_t)blockIdx.x * 4 + (threadIdx.x >> 5);
+    if (row >= rows) return;
+    enum { VPL = 8 };
+    float m = -INFINITY, l = 0.f, acc[VPL];
+#pragma unroll
+    for (int i = 0; i < VPL; ++i) acc[i] = 0.f;
+    for (int s = 0; s < nslots; ++s) {
+        const int64_t slot = row * nslots + s;
+        const float2 ml = ws_ml[slot];
+        float part[VPL];
+#pragma unroll
+        for (int i = 0; i < VPL; ++i) {
+            int x = lane + 32 * i;
+            part[i] = x < d ? ws_acc[slot * d + x] : 0.f;
+        }
+        lse_merge(&m, &l, acc, ml.x, ml.y, part, VPL);
+    }
+    const float inv = l > 0.f ? 1.f / l : 0.f;
+#pragma unroll
+    for (int i = 0; i < VPL; ++i) {
+        int x = lane + 32 * i;
+        if (x < d) out[row * d + x] = dt<T>::from_f(acc[i] * inv);
+    }
+}
+
+/* ---------------------------------------------------------------- host side */
+
+/* Which body runs a problem: tensor cores for fp16/bf16 at the instantiated dims. */
+static inline bool attn_tc_path(const problem_t *p)
+{
+    int d = p->head_dim;
+    return p->dtype != DTYPE_FP32 && (d == 64 || d == 80 || d == 96 || d == 128 || d == 256);
+}
+
+/* m tiles per CTA in the KEYSPLIT body: two (32 rows) when the group needs them and
+ * the O accumulators of both still fit in registers (d <= 128 instantiations). */
+static inline int attn_keysplit_mt(const problem_t *p)
+{
+    int d = p->head_dim;
+    return problem_group(p) > 16 && (d == 64 || d == 128) ? 2 : 1;
+}
+
+static inline int attn_rows_per_cta(const problem_t *p, bool keysplit)
+{
+    if (!attn_tc_path(p)) return ATTN_CC_ROWS;
+    return keysplit ? 16 * attn_keysplit_mt(p) : 16 * ATTN_WARPS;
+}
+
+/* Shared memory of one CTA of the body the problem uses. */
+static inline int attn_smem_bytes(const problem_t *p, bool keysplit)
+{
+    if (!attn_tc_path(p)) return cc_smem_bytes(p->head_dim);
+    int mt = keysplit ? attn_keysplit_mt(p) : 1;
+#define ATTN_SMEM_CASE(D)                                                                      \
+    if (p->head_dim == D)                                                                      \
+        return keysplit ? (mt == 2 ? tc_shape<D, 2, true>::SMEM : tc_shape<D, 1, true>::SMEM)  \
+                        : tc_shape<D, 1, false>::SMEM;
+    ATTN_SMEM_CASE(64) ATTN_SMEM_CASE(80) ATTN_SMEM_CASE(96) ATTN_SMEM_CASE(128) ATTN_SMEM_CASE(256)
+#undef ATTN_SMEM_CASE
+    return 0;
+}
+
+/* CTAs per SM the planner counts with: what shared memory allows, capped by the
+ * register budget each body's __launch_bounds__ guarantees (tc: its MINB, which is
+ * derived from the same shared-memory sum; cc: ATTN_CC_MINB), and by 2048 threads. */
+static inline int attn_ctas_per_sm(const problem_t *p, bool keysplit, const device_info_t *dev)
+{
+    int per_sm = dev && dev->smem_per_sm > 0 ? dev->smem_per_sm : ATTN_SMEM_PER_SM;
+    int n = per_sm / (attn_smem_bytes(p, keysplit) + ATTN_SMEM_RESERVED);
+    int cap = attn_tc_path(p) ? 4 : ATTN_CC_MINB;
+    if (n > cap) n = cap;
+    return n < 1 ? 1 : n;
+}
+
+/* The split of `keys` keys over `items` independent CTAs, by the --multi-block and
+ * --splits rules: off -> 1; --splits N -> N (fewer if there are not N tiles); auto ->
+ * split_plan_auto; on -> auto but at least 2 when there are two tiles of keys. */
+static inline split_plan_t attn_split(const problem_t *p, const device_info_t *dev, long items,
+                                      int keys, int ctas_per_sm)
+{
+    if (keys < 1) keys = 1;
+    if (p->multi_block == MULTI_BLOCK_OFF) return split_plan_fixed(keys, 1, ATTN_KEY_TILE);
+    if (p->splits > 0) return split_plan_fixed(keys, p->splits, ATTN_KEY_TILE);
+    split_plan_t s = split_plan_fixed(keys, 1, ATTN_KEY_TILE);
+    if (dev && dev->sm_count > 0)
+        s = split_plan_auto(items, keys, ATTN_KEY_TILE, dev->sm_count, ctas_per_sm);
+    if (p->multi_block == MULTI_BLOCK_ON && s.splits < 2) s = split_plan_fixed(keys, 2, ATTN_KEY_TILE);
+    return s;
+}
+
+/* Partial-state workspace of nslots partials per (stream, query head). */
+static inline size_t attn_partials_bytes(const problem_t *p, int nslots)
+{
+    if (nslots <= 1) return 0;
+    return (size_t)problem_streams(p) * p->heads * nslots * ((size_t)p->head_dim + 2) * sizeof(float);
+}
+
+/* The fields every launch of a problem shares. */
+static inline attn_params_t attn_params_base(const attn_args_t *a, int nslots)
+{
+    const problem_t *p = &a->problem;
+    attn_params_t P;
+    memset(&P, 0, sizeof P);
+    P.geom = a->geom;
+    P.q = a->q;
+    P.out = a->out;
+    P.table = a->block_table;
+    P.indirection = p->indirection ? a->indirection : NULL;
+    P.heads = p->heads;
+    P.group = problem_group(p);
+    P.kv_heads = p->kv_heads;
+    P.nslots = nslots;
+    P.ws_acc = static_cast<float *>(a->workspace);
+    P.ws_ml = nslots > 1 ? reinterpret_cast<float2 *>(P.ws_acc + (size_t)problem_streams(p) * p->heads * nslots *
+                                                                     p->head_dim)
+                         : NULL;
+    P.scale_log2 = (float)(problem_scale(p) * 1.4426950408889634);
+    return P;
+}
+
+typedef void (*attn_kernel_fn)(const attn_params_t);
+
+/* Implemented in fused.cu, used by both kernels: one launch of the KEYSPLIT (or
+ * CUDA-core) body over P (address mode addr, P.kv set), grid from P's extents, and
+ * the merge of nslots partials into out. setup_keysplit raises the dynamic
+ * shared-memory limit of the instantiation a problem uses. */
+cudaError_t attn_setup_keysplit(const problem_t *p, int addr);
+cudaError_t attn_launch_keysplit(const problem_t *p, int addr, const attn_params_t *P, cudaStream_t stream);
+cudaError_t attn_launch_merge(const problem_t *p, const attn_params_t *P, cudaStream_t stream);
+
+#endif

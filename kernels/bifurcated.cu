@@ -1,0 +1,227 @@
+/* `bifurcated`: the bifurcated-attention paper's decomposition (its §4, Appendix E)
+ * as fused kernels on the shared core of attn_core.cuh. Same math and FLOPs as
+ * `fused`; the context K/V is read once per request instead of once per stream.
+ *
+ * Three launches per step:
+ *  1. Context part. Grid: one CTA per (request, kv head, context split, row tile).
+ *     The M rows of a CTA are the W*p queries of the request that read this kv head
+ *     (W streams x p heads), 64 per row tile (padded when W*p < 64), in the
+ *     ROWSPLIT decomposition: each of the 4 warps owns 16 rows and all 64 keys of a
+ *     tile, so a K_c/V_c tile fetched into shared memory serves 64 queries. Row
+ *     tiles of one (request, head, split) are adjacent in the grid and share L2.
+ *     Context keys are split (split_plan_auto) when request x head x row-tile CTAs
+ *     alone would not fill the GPU.
+ *     --cache contiguous reads K_c/V_c [B, 2, g, m_c, d]; --cache paged reads the
+ *     floor(m_c/S) full context blocks, shared by the request's W streams, through
+ *     the block table of stream b*W.
+ *  2. Decode part: `fused`'s KEYSPLIT body per (stream, kv head) over the stream's
+ *     own keys: K_d/V_d [B*W, 2, g, m_d, d] (contiguous) or, paged, every position
+ *     from the partly filled last context block on (those blocks are per stream);
+ *     indirection reads the source stream's decoded K/V.
+ *  3. The log-sum-exp merge of the context splits and decode splits of each
+ *     (stream, head) into out.
+ * fp32 and head dims without a tensor-core instantiation run both parts on the
+ * CUDA-core body. */
+#include <limits.h>
+#include "attn_core.cuh"
+
+extern "C" const attn_kernel_t kernel_bifurcated;
+
+template <typename T, int D>
+static attn_kernel_fn ctx_fn_d(int addr)
+{
+    return addr == ADDR_PAGED ? attn_tc_kernel<T, D, 1, false, ADDR_PAGED> : attn_tc_kernel<T, D, 1, false, ADDR_CTX>;
+}
+
+template <typename T>
+static attn_kernel_fn ctx_fn_t(int d, int addr)
+{
+    switch (d) {
+    case 64: return ctx_fn_d<T, 64>(addr);
+    case 80: return ctx_fn_d<T, 80>(addr);
+    case 96: return ctx_fn_d<T, 96>(addr);
+    case 128: return ctx_fn_d<T, 128>(addr);
+    case 256: return ctx_fn_d<T, 256>(addr);
+    default: return NULL;
+    }
+}
+
+/* The ROWSPLIT instantiation of the context part (tensor-core path only). */
+static attn_kernel_fn ctx_pick(const problem_t *p, int addr)
+{
+    if (p->dtype == DTYPE_FP16) return ctx_fn_t<__half>(p->head_dim, addr);
+    return ctx_fn_t<__nv_bfloat16>(p->head_dim, addr);
+}
+
+/* Keys of the context part: all of m_c, or on a paged cache the full context blocks. */
+static int bif_ctx_keys(const problem_t *p)
+{
+    return p->cache == CACHE_PAGED ? p->ctx / p->block_size * p->block_size : p->ctx;
+}
+static int bif_dec_keys(const problem_t *p) { return problem_keys(p) - bif_ctx_keys(p); }
+
+static int bif_ctx_row_tiles(const problem_t *p)
+{
+    int rows = attn_rows_per_cta(p, false);
+    return (p->beam * problem_group(p) + rows - 1) / rows;
+}
+static int bif_dec_row_tiles(const problem_t *p)
+{
+    int rows = attn_rows_per_cta(p, true);
+    return (problem_group(p) + rows - 1) / rows;
+}
+
+/* The plan's split is the context part's; its variant the decode part's chunk. */
+typedef struct bif_splits { split_plan_t ctx, dec; int ctx_slots, nslots; } bif_splits_t;
+
+static bif_splits_t bif_resolve(const problem_t *p, const attn_plan_t *plan)
+{
+    bif_splits_t s;
+    const int ck = bif_ctx_keys(p), dk = bif_dec_keys(p);
+    if (plan && plan->split.splits >= 1 && plan->split.chunk >= 1) s.ctx = plan->split;
+    else s.ctx = split_plan_fixed(ck, 1, ATTN_KEY_TILE);
+    int chunk = plan && plan->variant >= 1 ? plan->variant : (dk + ATTN_KEY_TILE - 1) / ATTN_KEY_TILE * ATTN_KEY_TILE;
+    s.dec.chunk = chunk;
+    s.dec.splits = (dk + chunk - 1) / chunk;
+    s.ctx_slots = ck > 0 ? s.ctx.splits : 0;
+    s.nslots = s.ctx_slots + s.dec.splits;
+    return s;
+}
+
+static const char *bif_unsupported(const problem_t *p)
+{
+    if (p->cache != CACHE_CONTIGUOUS && p->cache != CACHE_PAGED)
+        return "bifurcated reads contiguous (split context/decoded) or paged caches only";
+    if (p->dtype != DTYPE_FP16 && p->dtype != DTYPE_BF16 && p->dtype != DTYPE_FP32)
+        return "bifurcated runs fp16, bf16 and fp32 only";
+    if (p->head_dim < 8 || p->head_dim % 8 != 0 || p->head_dim > 256)
+        return "bifurcated needs a head dim that is a multiple of 8, at most 256";
+    return NULL;
+}
+
+static kv_layout_t bif_layout(const problem_t *p)
+{
+    return p->cache == CACHE_PAGED ? LAYOUT_PAGED : LAYOUT_BIFURCATED;
+}
+
+static void bif_plan(const problem_t *p, const device_info_t *dev, attn_plan_t *plan)
+{
+    plan->runs = &kernel_bifurcated;
+    const int ck = bif_ctx_keys(p);
+    long ctx_items = (long)p->batch * p->kv_heads * bif_ctx_row_tiles(p);
+    long dec_items = (long)problem_streams(p) * p->kv_heads * bif_dec_row_tiles(p);
+    plan->split = ck > 0 ? attn_split(p, dev, ctx_items, ck, attn_ctas_per_sm(p, false, dev))
+                         : split_plan_fixed(1, 1, ATTN_KEY_TILE);
+    plan->variant = attn_split(p, dev, dec_items, bif_dec_keys(p), attn_ctas_per_sm(p, true, dev)).chunk;
+}
+
+static size_t bif_workspace_bytes(const problem_t *p, const attn_plan_t *plan)
+{
+    return attn_partials_bytes(p, bif_resolve(p, plan).nslots);
+}
+
+static size_t bif_private_bytes(const problem_t *p, const attn_plan_t *plan)
+{
+    (void)p; (void)plan;
+    return 0;
+}
+
+static attn_io_t bif_io(const problem_t *p, const attn_plan_t *plan)
+{
+    attn_io_t io;
+    double partials = (double)bif_workspace_bytes(p, plan);
+    io.bytes = io_kv_bytes_unique(p) + io_qo_bytes(p) + 2.0 * partials; /* partials written, read back */
+    io.unique_bytes = io_kv_bytes_unique(p) + io_qo_bytes(p);
+    io.flops = io_flops(p);
+    return io;
+}
+
+static int bif_ctx_addr(const problem_t *p) { return p->cache == CACHE_PAGED ? ADDR_PAGED : ADDR_CTX; }
+static int bif_dec_addr(const problem_t *p) { return p->cache == CACHE_PAGED ? ADDR_PAGED : ADDR_DEC; }
+
+static cudaError_t bif_setup(attn_args_t *a)
+{
+    const problem_t *p = &a->problem;
+    cudaError_t err = attn_setup_keysplit(p, bif_dec_addr(p));
+    if (err != cudaSuccess) return err;
+    if (!attn_tc_path(p)) return attn_setup_keysplit(p, bif_ctx_addr(p));
+    attn_kernel_fn fn = ctx_pick(p, bif_ctx_addr(p));
+    if (!fn) return cudaErrorInvalidValue;
+    return cudaFuncSetAttribute((const void *)fn, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                attn_smem_bytes(p, false));
+}
+
+static cudaError_t bif_launch(attn_args_t *a, cudaStream_t stream)
+{
+    const problem_t *p = &a->problem;
+    const bif_splits_t s = bif_resolve(p, &a->plan);
+    const bool paged = p->cache == CACHE_PAGED;
+    if (s.nslots > 1 && !a->workspace) return cudaErrorInvalidValue;
+    attn_params_t P = attn_params_base(a, s.nslots);
+    cudaError_t err;
+
+    if (s.ctx_slots > 0) {
+        attn_params_t cp = P;
+        cp.kv = paged ? a->kv : a->kv_ctx;
+        cp.vstride = paged ? kv_paged_offset(&cp.geom, 0, 1, 0, 0) : kv_ctx_offset(&cp.geom, 0, 1, 0, 0);
+        cp.units = p->batch;
+        cp.splits = s.ctx.splits;
+        cp.chunk = s.ctx.chunk;
+        cp.rows_per_cta = attn_rows_per_cta(p, false);
+        cp.row_tiles = bif_ctx_row_tiles(p);
+        cp.rows_per_unit = p->beam * problem_group(p);
+        cp.streams_per_unit = p->beam;
+        cp.addr_stream_mult = p->beam; /* paged: the request's first stream's table row */
+        cp.key_begin = 0;
+        cp.key_end = bif_ctx_keys(p);
+        cp.slot_base = 0;
+        if (attn_tc_path(p)) {
+            attn_kernel_fn fn = ctx_pick(p, bif_ctx_addr(p));
+            if (!fn) return cudaErrorInvalidValue;
+            int64_t ctas = (int64_t)cp.units * cp.kv_heads * cp.splits * cp.row_tiles;
+            if (ctas > INT_MAX) return cudaErrorInvalidConfiguration;
+            fn<<<(unsigned)ctas, ATTN_THREADS, attn_smem_bytes(p, false), stream>>>(cp);
+            err = cudaGetLastError();
+        } else {
+            err = attn_launch_keysplit(p, bif_ctx_addr(p), &cp, stream);
+        }
+        if (err != cudaSuccess) return err;
+    }
+
+    attn_params_t dp = P;
+    dp.kv = paged ? a->kv : a->kv_dec;
+    dp.vstride = paged ? kv_paged_offset(&dp.geom, 0, 1, 0, 0) : kv_dec_offset(&dp.geom, 0, 1, 0, 0);
+    dp.units = problem_streams(p);
+    dp.splits = s.dec.splits;
+    dp.chunk = s.dec.chunk;
+    dp.rows_per_cta = attn_rows_per_cta(p, true);
+    dp.row_tiles = bif_dec_row_tiles(p);
+    dp.rows_per_unit = problem_group(p);
+    dp.streams_per_unit = 1;
+    dp.addr_stream_mult = 1;
+    dp.key_begin = bif_ctx_keys(p);
+    dp.key_end = problem_keys(p);
+    dp.slot_base = s.ctx_slots;
+    err = attn_launch_keysplit(p, bif_dec_addr(p), &dp, stream);
+    if (err != cudaSuccess || s.nslots == 1) return err;
+    return attn_launch_merge(p, &P, stream);
+}
+
+static void bif_teardown(attn_args_t *a) { (void)a; }
+
+extern "C" const attn_kernel_t kernel_bifurcated = {
+    "bifurcated",
+    "bifurcated attention: context read once per request for all W*p queries (tensor cores), "
+    "decode part per stream, log-sum-exp merge",
+    "contiguous (split context/decoded buffers), paged (shared context blocks); fp16, bf16 (tensor cores at "
+    "d 64/80/96/128/256), fp32; d multiple of 8 up to 256; any h/g, W; indirection; --multi-block, --splits",
+    bif_unsupported,
+    bif_layout,
+    bif_plan,
+    bif_workspace_bytes,
+    bif_private_bytes,
+    bif_io,
+    bif_setup,
+    bif_launch,
+    bif_teardown,
+};

@@ -1,0 +1,237 @@
+/* `fused`: one masked-multi-head-attention pass per decode step, TensorRT-LLM style
+ * (SPEC §4), on the shared core of attn_core.cuh.
+ *
+ * Grid: one CTA per (stream, kv head, key split, row group). The M rows of a CTA are
+ * the p = h/g query heads of the kv head (GQA/MQA), padded to 16 (or 32 when p > 16
+ * and d is 64 or 128), so each K/V element is read from memory once per stream and
+ * serves all p heads; a group of more than 32 heads takes several row-group CTAs,
+ * launched side by side so the repeat reads hit L2.
+ * CTA: 4 warps in the KEYSPLIT decomposition (each warp 16 of the 64 keys of a
+ * tile, its own softmax state), a 3-4 stage cp.async ring of 64-key K and V tiles
+ * (96 KiB for d = 128: two CTAs per SM, two tiles in flight per CTA while the third
+ * is consumed), merged across warps at the end.
+ * Split-KV: with more than one split each CTA writes a partial (m, l, acc); the
+ * last CTA of each (stream, kv head, row group) to finish, found by a completion
+ * counter in the workspace, folds the partials by log-sum-exp (lse_merge) and
+ * writes out, which saves the second launch that a separate merge kernel costs
+ * (several microseconds, a tenth of a 128 MiB step). With one split the CTA writes
+ * out directly.
+ *
+ * This file also holds the KEYSPLIT/CUDA-core instantiations and the merge launch
+ * that `bifurcated` reuses for its decode part (attn_launch_keysplit,
+ * attn_launch_merge). */
+#include <limits.h>
+#include "attn_core.cuh"
+
+template <typename T, int D, int MT>
+static attn_kernel_fn keysplit_fn_d(int addr)
+{
+    switch (addr) {
+    case ADDR_CONTIG: return attn_tc_kernel<T, D, MT, true, ADDR_CONTIG>;
+    case ADDR_PAGED: return attn_tc_kernel<T, D, MT, true, ADDR_PAGED>;
+    case ADDR_DEC: return attn_tc_kernel<T, D, MT, true, ADDR_DEC>;
+    default: return NULL; /* the context part has its own ROWSPLIT body */
+    }
+}
+
+template <typename T>
+static attn_kernel_fn keysplit_fn_t(int d, int mt, int addr)
+{
+    switch (d) {
+    case 64: return mt == 2 ? keysplit_fn_d<T, 64, 2>(addr) : keysplit_fn_d<T, 64, 1>(addr);
+    case 80: return keysplit_fn_d<T, 80, 1>(addr);
+    case 96: return keysplit_fn_d<T, 96, 1>(addr);
+    case 128: return mt == 2 ? keysplit_fn_d<T, 128, 2>(addr) : keysplit_fn_d<T, 128, 1>(addr);
+    case 256: return keysplit_fn_d<T, 256, 1>(addr);
+    default: return NULL;
+    }
+}
+
+template <typename T>
+static attn_kernel_fn cc_fn_t(int addr)
+{
+    switch (addr) {
+    case ADDR_CONTIG: return attn_cc_kernel<T, ADDR_CONTIG>;
+    case ADDR_PAGED: return attn_cc_kernel<T, ADDR_PAGED>;
+    case ADDR_CTX: return attn_cc_kernel<T, ADDR_CTX>;
+    case ADDR_DEC: return attn_cc_kernel<T, ADDR_DEC>;
+    default: return NULL;
+    }
+}
+
+/* The instantiation and its dynamic shared memory for a problem and address mode. */
+static attn_kernel_fn keysplit_pick(const problem_t *p, int addr, int *smem)
+{
+    *smem = attn_smem_bytes(p, true);
+    if (!attn_tc_path(p)) {
+        switch (p->dtype) {
+        case DTYPE_FP16: return cc_fn_t<__half>(addr);
+        case DTYPE_BF16: return cc_fn_t<__nv_bfloat16>(addr);
+        default: return cc_fn_t<float>(addr);
+        }
+    }
+    int mt = attn_keysplit_mt(p);
+    if (p->dtype == DTYPE_FP16) return keysplit_fn_t<__half>(p->head_dim, mt, addr);
+    return keysplit_fn_t<__nv_bfloat16>(p->head_dim, mt, addr);
+}
+
+cudaError_t attn_setup_keysplit(const problem_t *p, int addr)
+{
+    int smem;
+    attn_kernel_fn fn = keysplit_pick(p, addr, &smem);
+    if (!fn) return cudaErrorInvalidValue;
+    return cudaFuncSetAttribute((const void *)fn, cudaFuncAttributeMaxDynamicSharedMemorySize, smem);
+}
+
+cudaError_t attn_launch_keysplit(const problem_t *p, int addr, const attn_params_t *P, cudaStream_t stream)
+{
+    int smem;
+    attn_kernel_fn fn = keysplit_pick(p, addr, &smem);
+    if (!fn) return cudaErrorInvalidValue;
+    int64_t ctas = (int64_t)P->units * P->kv_heads * P->splits * P->row_tiles;
+    if (ctas == 0) return cudaSuccess;
+    if (ctas > INT_MAX) return cudaErrorInvalidConfiguration;
+    fn<<<(unsigned)ctas, ATTN_THREADS, smem, stream>>>(*P);
+    return cudaGetLastError();
+}
+
+cudaError_t attn_launch_merge(const problem_t *p, const attn_params_t *P, cudaStream_t stream)
+{
+    int64_t rows = (int64_t)problem_streams(p) * p->heads;
+    int64_t ctas = (rows + 3) / 4;
+    if (ctas > INT_MAX) return cudaErrorInvalidConfiguration;
+    switch (p->dtype) {
+    case DTYPE_FP16:
+        attn_merge_kernel<__half><<<(unsigned)ctas, 128, 0, stream>>>(P->ws_acc, P->ws_ml, (__half *)P->out,
+                                                                      rows, P->nslots, p->head_dim);
+        break;
+    case DTYPE_BF16:
+        attn_merge_kernel<__nv_bfloat16><<<(unsigned)ctas, 128, 0, stream>>>(
+            P->ws_acc, P->ws_ml, (__nv_bfloat16 *)P->out, rows, P->nslots, p->head_dim);
+        break;
+    default:
+        attn_merge_kernel<float><<<(unsigned)ctas, 128, 0, stream>>>(P->ws_acc, P->ws_ml, (float *)P->out, rows,
+                                                                     P->nslots, p->head_dim);
+        break;
+    }
+    return cudaGetLastError();
+}
+
+/* ---------------------------------------------------------------- the kernel entry */
+
+extern "C" const attn_kernel_t kernel_fused;
+
+static int fused_row_tiles(const problem_t *p)
+{
+    int rows = attn_rows_per_cta(p, true);
+    return (problem_group(p) + rows - 1) / rows;
+}
+
+static split_plan_t fused_split(const attn_plan_t *plan, const problem_t *p)
+{
+    if (plan && plan->split.splits >= 1 && plan->split.chunk >= 1) return plan->split;
+    return split_plan_fixed(problem_keys(p), 1, ATTN_KEY_TILE);
+}
+
+static const char *fused_unsupported(const problem_t *p)
+{
+    if (p->cache != CACHE_CONTIGUOUS && p->cache != CACHE_PAGED) return "fused reads contiguous or paged caches only";
+    if (p->dtype != DTYPE_FP16 && p->dtype != DTYPE_BF16 && p->dtype != DTYPE_FP32)
+        return "fused runs fp16, bf16 and fp32 only";
+    if (p->head_dim < 8 || p->head_dim % 8 != 0 || p->head_dim > 256)
+        return "fused needs a head dim that is a multiple of 8, at most 256";
+    return NULL;
+}
+
+static kv_layout_t fused_layout(const problem_t *p)
+{
+    return p->cache == CACHE_PAGED ? LAYOUT_PAGED : LAYOUT_CONTIGUOUS;
+}
+
+static void fused_plan(const problem_t *p, const device_info_t *dev, attn_plan_t *plan)
+{
+    plan->runs = &kernel_fused;
+    long items = (long)problem_streams(p) * p->kv_heads * fused_row_tiles(p);
+    plan->split = attn_split(p, dev, items, problem_keys(p), attn_ctas_per_sm(p, true, dev));
+    plan->variant = attn_tc_path(p) ? 1 : 0; /* 1: tensor-core body, 0: CUDA-core body */
+}
+
+/* Split partials, then one completion counter per (stream, kv head, row group). */
+static size_t fused_counters_offset(const problem_t *p, const attn_plan_t *plan)
+{
+    return attn_partials_bytes(p, fused_split(plan, p).splits);
+}
+
+static size_t fused_workspace_bytes(const problem_t *p, const attn_plan_t *plan)
+{
+    size_t partials = fused_counters_offset(p, plan);
+    if (!partials) return 0;
+    return partials + (size_t)problem_streams(p) * p->kv_heads * fused_row_tiles(p) * sizeof(unsigned int);
+}
+
+static size_t fused_private_bytes(const problem_t *p, const attn_plan_t *plan)
+{
+    (void)p; (void)plan;
+    return 0;
+}
+
+static attn_io_t fused_io(const problem_t *p, const attn_plan_t *plan)
+{
+    attn_io_t io;
+    double partials = (double)fused_counters_offset(p, plan);
+    io.bytes = io_kv_bytes_replicated(p) + io_qo_bytes(p) + 2.0 * partials; /* partials written, read back */
+    io.unique_bytes = io_kv_bytes_unique(p) + io_qo_bytes(p);
+    io.flops = io_flops(p);
+    return io;
+}
+
+static int fused_addr(const problem_t *p) { return p->cache == CACHE_PAGED ? ADDR_PAGED : ADDR_CONTIG; }
+
+static cudaError_t fused_setup(attn_args_t *a)
+{
+    return attn_setup_keysplit(&a->problem, fused_addr(&a->problem));
+}
+
+static cudaError_t fused_launch(attn_args_t *a, cudaStream_t stream)
+{
+    const problem_t *p = &a->problem;
+    const split_plan_t split = fused_split(&a->plan, p);
+    if (split.splits > 1 && !a->workspace) return cudaErrorInvalidValue;
+    attn_params_t P = attn_params_base(a, split.splits);
+    const int addr = fused_addr(p);
+    P.kv = a->kv;
+    P.vstride = addr == ADDR_PAGED ? kv_paged_offset(&P.geom, 0, 1, 0, 0) : kv_contiguous_offset(&P.geom, 0, 1, 0, 0);
+    P.units = problem_streams(p);
+    P.splits = split.splits;
+    P.chunk = split.chunk;
+    P.rows_per_cta = attn_rows_per_cta(p, true);
+    P.row_tiles = fused_row_tiles(p);
+    P.rows_per_unit = problem_group(p);
+    P.streams_per_unit = 1;
+    P.addr_stream_mult = 1;
+    P.key_begin = 0;
+    P.key_end = problem_keys(p);
+    P.slot_base = 0;
+    if (split.splits > 1)
+        P.counters = reinterpret_cast<unsigned int *>(static_cast<char *>(a->workspace) +
+                                                      fused_counters_offset(p, &a->plan));
+    return attn_launch_keysplit(p, addr, &P, stream);
+}
+
+static void fused_teardown(attn_args_t *a) { (void)a; }
+
+extern "C" const attn_kernel_t kernel_fused = {
+    "fused",
+    "one fused decode-attention kernel per step: GQA-aware tiles on tensor cores, cp.async pipeline, split-KV",
+    "contiguous, paged; fp16, bf16 (tensor cores at d 64/80/96/128/256), fp32; d multiple of 8 up to 256; "
+    "any h/g; indirection; --multi-block off|on|auto, --splits N",
+    fused_unsupported,
+    fused_layout,
+    fused_plan,
+    fused_workspace_bytes,
+    fused_private_bytes,
+    fused_io,
+    fused_setup,
+    fused_launch,
+    fused_teardown,
+};

@@ -1,0 +1,216 @@
+#include "reference.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include "../kernels/kv_fill.h"
+
+/* Where a source's K/V come from. A source naming only some of its layout's
+ * buffers is a caller's mistake; it must not silently fall back to logical data. */
+typedef enum { SOURCE_LOGICAL, SOURCE_BUFFERS, SOURCE_INCOMPLETE } source_mode_t;
+
+static source_mode_t source_mode(const ref_source_t *s)
+{
+    if (!s->kv && !s->kv_ctx && !s->kv_dec) return SOURCE_LOGICAL;
+    switch (s->geom.layout) {
+    case LAYOUT_CONTIGUOUS: return s->kv ? SOURCE_BUFFERS : SOURCE_INCOMPLETE;
+    case LAYOUT_PAGED: return s->kv && s->block_table ? SOURCE_BUFFERS : SOURCE_INCOMPLETE;
+    case LAYOUT_BIFURCATED: return s->kv_ctx && s->kv_dec ? SOURCE_BUFFERS : SOURCE_INCOMPLETE;
+    default: return SOURCE_INCOMPLETE;
+    }
+}
+
+static void fill_nan(double *out, int d)
+{
+    for (int x = 0; x < d; ++x) out[x] = NAN;
+}
+
+static void copy_row(const float *from, int d, double *row)
+{
+    for (int x = 0; x < d; ++x) row[x] = from[x];
+}
+
+/* K or V row (which) that stream `stream` attends to at position pos, in any layout. */
+static void load_row(const ref_source_t *s, source_mode_t mode, int stream, int which,
+                     int kv_head, int pos, double *row)
+{
+    const kv_geometry_t *g = &s->geom;
+    if (mode == SOURCE_BUFFERS) {
+        int in_ctx;
+        int64_t off = kv_row_offset(g, s->block_table, s->indirection, stream, which, kv_head,
+                                    pos, &in_ctx);
+        const float *buf = g->layout == LAYOUT_BIFURCATED ? (in_ctx ? s->kv_ctx : s->kv_dec)
+                                                          : s->kv;
+        copy_row(buf + off, g->head_dim, row);
+        return;
+    }
+    int from = kv_source_stream(g, s->indirection, stream, pos);
+    for (int x = 0; x < g->head_dim; ++x)
+        row[x] = kv_logical(g, s->seed, from, which, kv_head, pos, x);
+}
+
+/* Context row of the request, read the way the bifurcated formulation reads it:
+ * by request, never through a stream. */
+static void load_ctx_row(const ref_source_t *s, source_mode_t mode, int stream, int which,
+                         int kv_head, int pos, double *row)
+{
+    const kv_geometry_t *g = &s->geom;
+    int request = stream / g->beam;
+    if (mode == SOURCE_BUFFERS && g->layout == LAYOUT_BIFURCATED) {
+        copy_row(s->kv_ctx + kv_ctx_offset(g, request, which, kv_head, pos), g->head_dim, row);
+    } else if (mode == SOURCE_BUFFERS) {
+        load_row(s, mode, stream, which, kv_head, pos, row);
+    } else {
+        for (int x = 0; x < g->head_dim; ++x)
+            row[x] = logical_ctx_kv(s->seed, g->kv_heads, g->ctx, g->head_dim, request, which,
+                                    kv_head, pos, x);
+    }
+}
+
+/* Decoded row j (0 = first decoded token) that the stream attends to. */
+static void load_dec_row(const ref_source_t *s, source_mode_t mode, int stream, int which,
+                         int kv_head, int j, double *row)
+{
+    const kv_geometry_t *g = &s->geom;
+    int from = kv_source_stream(g, s->indirection, stream, g->ctx + j);
+    if (mode == SOURCE_BUFFERS && g->layout == LAYOUT_BIFURCATED) {
+        copy_row(s->kv_dec + kv_dec_offset(g, from, which, kv_head, j), g->head_dim, row);
+    } else if (mode == SOURCE_BUFFERS) {
+        load_row(s, mode, stream, which, kv_head, g->ctx + j, row);
+    } else {
+        for (int x = 0; x < g->head_dim; ++x)
+            row[x] = logical_dec_kv(s->seed, g->kv_heads, g->gen, g->head_dim, from, which,
+                                    kv_head, j, x);
+    }
+}
+
+static void load_query(const ref_source_t *s, int stream, int head, double *q)
+{
+    const problem_t *p = s->p;
+    for (int x = 0; x < p->head_dim; ++x)
+        q[x] = logical_q(s->seed, p->heads, p->head_dim, stream, head, x);
+}
+
+static double dot(const double *a, const double *b, int d)
+{
+    double sum = 0.0;
+    for (int x = 0; x < d; ++x) sum += a[x] * b[x];
+    return sum;
+}
+
+void reference_row(const ref_source_t *src, int stream, int head, double *out)
+{
+    const problem_t *p = src->p;
+    const int d = p->head_dim, L = problem_keys(p), kv_head = head / problem_group(p);
+    const source_mode_t mode = source_mode(src);
+    double *logit = d <= REF_MAX_HEAD_DIM && mode != SOURCE_INCOMPLETE
+                        ? malloc((size_t)L * sizeof *logit) : NULL;
+    if (!logit) {
+        fill_nan(out, d);
+        return;
+    }
+    double q[REF_MAX_HEAD_DIM], row[REF_MAX_HEAD_DIM], acc[REF_MAX_HEAD_DIM] = {0};
+    const double scale = problem_scale(p);
+    load_query(src, stream, head, q);
+
+    double max_logit = -INFINITY;
+    for (int pos = 0; pos < L; ++pos) {
+        load_row(src, mode, stream, 0, kv_head, pos, row);
+        logit[pos] = scale * dot(q, row, d);
+        if (logit[pos] > max_logit) max_logit = logit[pos];
+    }
+    /* Subtracting the maximum keeps every exponent <= 0: no overflow for any logit. */
+    double denom = 0.0;
+    for (int pos = 0; pos < L; ++pos) {
+        double w = exp(logit[pos] - max_logit);
+        denom += w;
+        load_row(src, mode, stream, 1, kv_head, pos, row);
+        for (int x = 0; x < d; ++x) acc[x] += w * row[x];
+    }
+    for (int x = 0; x < d; ++x) out[x] = acc[x] / denom;
+    free(logit);
+}
+
+void reference_row_bifurcated(const ref_source_t *src, int stream, int head, double *out)
+{
+    const problem_t *p = src->p;
+    const int d = p->head_dim, m_c = p->ctx, m_d = p->gen, kv_head = head / problem_group(p);
+    const source_mode_t mode = source_mode(src);
+    double *logit_c = NULL, *logit_d = NULL;
+    if (d <= REF_MAX_HEAD_DIM && mode != SOURCE_INCOMPLETE) {
+        logit_c = malloc((size_t)m_c * sizeof *logit_c);
+        logit_d = malloc((size_t)m_d * sizeof *logit_d);
+    }
+    if (!logit_c || !logit_d) {
+        free(logit_c);
+        free(logit_d);
+        fill_nan(out, d);
+        return;
+    }
+    double q[REF_MAX_HEAD_DIM], row[REF_MAX_HEAD_DIM];
+    double out_c[REF_MAX_HEAD_DIM] = {0}, out_d[REF_MAX_HEAD_DIM] = {0};
+    const double scale = problem_scale(p);
+    load_query(src, stream, head, q);
+
+    /* <q, K_c> and <q, K_d> separately (Eq. 3) ... */
+    for (int pos = 0; pos < m_c; ++pos) {
+        load_ctx_row(src, mode, stream, 0, kv_head, pos, row);
+        logit_c[pos] = scale * dot(q, row, d);
+    }
+    for (int j = 0; j < m_d; ++j) {
+        load_dec_row(src, mode, stream, 0, kv_head, j, row);
+        logit_d[j] = scale * dot(q, row, d);
+    }
+    /* ... one softmax over their concatenation ... */
+    double max_logit = -INFINITY, denom = 0.0;
+    for (int pos = 0; pos < m_c; ++pos) max_logit = fmax(max_logit, logit_c[pos]);
+    for (int j = 0; j < m_d; ++j) max_logit = fmax(max_logit, logit_d[j]);
+    for (int pos = 0; pos < m_c; ++pos) denom += exp(logit_c[pos] - max_logit);
+    for (int j = 0; j < m_d; ++j) denom += exp(logit_d[j] - max_logit);
+    /* ... and <w_c, V_c> + <w_d, V_d> (Eq. 4). */
+    for (int pos = 0; pos < m_c; ++pos) {
+        double w = exp(logit_c[pos] - max_logit) / denom;
+        load_ctx_row(src, mode, stream, 1, kv_head, pos, row);
+        for (int x = 0; x < d; ++x) out_c[x] += w * row[x];
+    }
+    for (int j = 0; j < m_d; ++j) {
+        double w = exp(logit_d[j] - max_logit) / denom;
+        load_dec_row(src, mode, stream, 1, kv_head, j, row);
+        for (int x = 0; x < d; ++x) out_d[x] += w * row[x];
+    }
+    for (int x = 0; x < d; ++x) out[x] = out_c[x] + out_d[x];
+    free(logit_c);
+    free(logit_d);
+}
+
+void err_add(err_acc_t *e, const double *ref, const float *got, int d)
+{
+    for (int x = 0; x < d; ++x) {
+        e->n++;
+        if (!isfinite(ref[x]) || !isfinite(got[x])) {
+            e->nonfinite++;
+            continue;
+        }
+        double diff = (double)got[x] - ref[x];
+        e->diff2 += diff * diff;
+        e->ref2 += ref[x] * ref[x];
+        if (fabs(diff) > e->max_abs) e->max_abs = fabs(diff);
+    }
+}
+
+double err_rel(const err_acc_t *e)
+{
+    if (e->nonfinite > 0) return INFINITY;
+    if (e->diff2 == 0.0) return 0.0;
+    if (e->ref2 == 0.0) return INFINITY;
+    return sqrt(e->diff2 / e->ref2);
+}
+
+double tolerance_for(dtype_t t)
+{
+    switch (t) {
+    case DTYPE_FP32: return 1e-5;
+    case DTYPE_FP16: return 2e-3;
+    case DTYPE_BF16: return 1.6e-2;
+    }
+    return 0.0;
+}

@@ -1,0 +1,60 @@
+/* The CPU reference every kernel is checked against: plain attention in double
+ * precision, reading its inputs either from their logical definition or from
+ * host copies of the very buffers a kernel reads. */
+#ifndef ATTNBENCH_REFERENCE_H
+#define ATTNBENCH_REFERENCE_H
+
+#include <stdint.h>
+#include "../harness/problem.h"
+#include "../kernels/kv_layout.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* The largest head dimension the reference handles (problem_validate's limit). */
+#define REF_MAX_HEAD_DIM 256
+
+typedef struct ref_source {
+    const problem_t *p;
+    kv_geometry_t geom;
+    uint64_t seed;                 /* q is always logical_q(seed, ...) */
+    const float *kv;               /* materialised contiguous cache or paged pool, or NULL */
+    const float *kv_ctx, *kv_dec;  /* materialised bifurcated buffers, or NULL */
+    const int32_t *block_table;    /* paged */
+    const int32_t *indirection;    /* [B, W, L] or NULL */
+} ref_source_t;
+
+/* Standard attention of one (stream, query head): double accumulation, softmax with
+ * max subtraction, scale = problem_scale(p), kv head = head / (h/g). With no buffers
+ * set, K/V come straight from the logical definition (kv_fill.h kv_logical) read through
+ * kv_source_stream (indirection); with buffers, through kv_row_offset. out: d doubles.
+ * A source that sets only some of the buffers its layout needs (or d above
+ * REF_MAX_HEAD_DIM, or no memory for the logits) gives NaN in every element. */
+void reference_row(const ref_source_t *src, int stream, int head, double *out);
+
+/* The bifurcated-attention paper's formulation (its Appendix E): logits against the
+ * context part and the decoded part computed separately, one softmax over their
+ * concatenation, the two weighted sums of V added. Same inputs, same result.
+ * Reads the bifurcated buffers when the geometry is LAYOUT_BIFURCATED and both are
+ * set, other layouts' buffers through kv_row_offset, else the logical definition. */
+void reference_row_bifurcated(const ref_source_t *src, int stream, int head, double *out);
+
+/* Error of a kernel's output against the reference, accumulated over rows. */
+typedef struct err_acc { double diff2, ref2, max_abs; long nonfinite, n; } err_acc_t;
+
+/* Adds d elements. A non-finite element of either side is counted in nonfinite
+ * and left out of diff2, ref2 and max_abs. */
+void err_add(err_acc_t *e, const double *ref, const float *got, int d);
+
+/* sqrt(diff2/ref2); +inf once any element was non-finite, so that a NaN output
+ * can never pass a tolerance check; 0 for nothing added. */
+double err_rel(const err_acc_t *e);
+
+/* Relative L2 error a kernel may show for this input dtype (SPEC §7). */
+double tolerance_for(dtype_t t);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

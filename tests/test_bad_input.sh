@@ -1,0 +1,111 @@
+#!/bin/sh
+# Bad input on the command line (SPEC §5): every case must exit with status 2 and
+# say why in exactly one line on stderr, before any GPU work (so this runs on CI
+# machines without a GPU). Usage: sh tests/test_bad_input.sh build/attnbench
+bin=${1:-build/attnbench}
+if [ ! -x "$bin" ]; then
+    echo "test_bad_input: $bin is not an executable" >&2
+    exit 1
+fi
+tmp=$(mktemp -d "${TMPDIR:-/tmp}/attnbench_bad_input.XXXXXX") || exit 1
+trap 'rm -rf "$tmp"' EXIT
+csv="$tmp/out.csv"
+passed=0
+failed=0
+
+limit=""
+command -v timeout >/dev/null 2>&1 && limit="timeout 60"
+
+# bad ARGS...: exit status 2, one non-empty line on stderr, no --out file written.
+bad() {
+    $limit "$bin" "$@" >"$tmp/stdout" 2>"$tmp/stderr"
+    rc=$?
+    lines=$(wc -l <"$tmp/stderr" | tr -d ' ')
+    why=""
+    [ "$rc" -eq 2 ] || why="exit status $rc, not 2"
+    [ -z "$why" ] && [ "$lines" -ne 1 ] && why="$lines lines on stderr, not 1"
+    [ -z "$why" ] && ! grep -q '[^[:space:]]' "$tmp/stderr" && why="empty message on stderr"
+    [ -z "$why" ] && [ -e "$csv" ] && why="wrote $csv"
+    if [ -z "$why" ]; then
+        passed=$((passed + 1))
+    else
+        failed=$((failed + 1))
+        echo "FAIL: attnbench $*: $why" >&2
+        sed 's/^/    stderr: /' "$tmp/stderr" | head -5 >&2
+    fi
+    rm -f "$csv"
+}
+
+# check_help COMMAND: --help exits 0 with the text on stdout.
+check_help() {
+    $limit "$bin" "$1" --help >"$tmp/stdout" 2>"$tmp/stderr"
+    rc=$?
+    if [ "$rc" -eq 0 ] && grep -q "usage: attnbench $1" "$tmp/stdout"; then
+        passed=$((passed + 1))
+    else
+        failed=$((failed + 1))
+        echo "FAIL: attnbench $1 --help: exit status $rc or no usage line on stdout" >&2
+    fi
+}
+
+# the problem itself
+bad run --kv-heads 3 --kernel fused
+bad run --heads 32 --kv-heads 12 --kernel fused
+bad run --cache paged --block-size 12 --kernel fused
+bad run --cache paged --block-size 256 --kernel fused
+bad run --cache paged --block-size 4 --kernel fused
+bad run --block-size 48 --kernel fused
+bad run --batch 0 --kernel fused
+bad run --beam 0 --kernel fused
+bad run --ctx -5 --kernel fused
+bad run --heads 0 --kernel fused
+bad run --gen -1 --kernel fused
+bad run --head-dim 100 --kernel fused
+bad run --splits 4 --multi-block off --kernel fused
+bad sweep --beam 1:4 --kv-heads 32,8,3 --out "$csv"
+bad sweep --cache paged --block-size 8:256 --out "$csv"
+
+# names
+bad run --kernel nope
+bad sweep --kernels fused,nope --beam 1:4 --out "$csv"
+bad run --dtype fp8 --kernel fused
+bad run --cache weird --kernel fused
+bad run --multi-block maybe --kernel fused
+bad run --model 70b --kernel fused
+bad verify --suite medium
+bad sweep --suite no-such-suite --out "$csv"
+
+# a kernel that does not support the asked layout (cublas reads a contiguous cache)
+bad run --cache paged --kernel cublas
+
+# numbers and lists
+bad run --beam 1:3 --kernel fused
+bad run --ctx 8q --kernel fused
+bad run --ctx 3000000000 --kernel fused
+bad run --iters -1 --kernel fused
+bad run --min-time 0 --kernel fused
+bad run --seed x --kernel fused
+
+# the shape of the command line
+bad run --beam 1,2 --kernel fused
+bad run --dtype fp16,bf16 --kernel fused
+bad run --beam 4
+bad run --kernel
+bad run --frobnicate --kernel fused
+bad run stray --kernel fused
+bad sweep --beam 1:4
+bad sweep --beam 1:4 --resume
+bad sweep --out "$csv"
+bad sweep --beam 1:4 --out "$csv" --profile
+bad list --batch 1
+bad peak --iters 3
+bad frobnicate
+
+# CSV input of table and compare
+bad table --in "$tmp/missing.csv"
+bad compare "$tmp/missing-a.csv" "$tmp/missing-b.csv"
+
+for c in run sweep verify list peak; do check_help "$c"; done
+
+echo "bad input: $passed passed, $failed failed"
+[ "$failed" -eq 0 ]

@@ -1,0 +1,376 @@
+/* CSV round trip, rejection of malformed files, and the row key. */
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <setjmp.h>
+#include <cmocka.h>
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "../harness/csv.h"
+
+static void ok_row(result_row_t *r, const char *kernel, int beam, double median)
+{
+    result_row_init(r);
+    snprintf(r->gpu, sizeof r->gpu, "h100");
+    snprintf(r->kernel, sizeof r->kernel, "%s", kernel);
+    snprintf(r->attn, sizeof r->attn, "gqa");
+    r->batch = 1; r->beam = beam; r->heads = 32; r->kv_heads = 8; r->head_dim = 128;
+    r->ctx = 8192; r->gen = 128;
+    snprintf(r->dtype, sizeof r->dtype, "fp16");
+    snprintf(r->cache, sizeof r->cache, "paged");
+    r->block_size = 64; r->indirection = 1;
+    snprintf(r->multi_block, sizeof r->multi_block, "auto");
+    r->splits = 4;
+    snprintf(r->status, sizeof r->status, "ok");
+    r->iters = 100;
+    r->median_us = median; r->p10_us = median - 1.5; r->p90_us = median + 2.25;
+    r->min_us = median - 3; r->max_us = median + 10.125; r->noise = 0.0125;
+    r->bytes = 4294967296.0; r->unique_bytes = 1073741824.0; r->flops = 68719476736.0;
+    r->gbps = 2500.25; r->pct_peak_bw = 74.5; r->roofline_us = 320.5;
+    snprintf(r->verified, sizeof r->verified, "yes");
+    r->max_abs_err = 1.25e-4; r->rel_err = 3.5e-4;
+    snprintf(r->version, sizeof r->version, "abc123-dirty");
+    snprintf(r->ran, sizeof r->ran, "%s", kernel);
+    snprintf(r->model, sizeof r->model, "7b-gqa");
+    r->layers = 32;
+    snprintf(r->args, sizeof r->args, "--kernel %s --beam %d --cache paged", kernel, beam);
+}
+
+static void oom_row(result_row_t *r)
+{
+    ok_row(r, "fused", 2048, NAN);
+    snprintf(r->status, sizeof r->status, "oom");
+    snprintf(r->verified, sizeof r->verified, "skip");
+    r->iters = 0;
+    r->p10_us = r->p90_us = r->min_us = r->max_us = r->noise = NAN;
+    r->gbps = r->pct_peak_bw = NAN;
+    r->max_abs_err = r->rel_err = NAN;
+}
+
+static int same_double(double a, double b)
+{
+    return (isnan(a) && isnan(b)) || a == b;
+}
+
+static void assert_rows_equal(const result_row_t *a, const result_row_t *b)
+{
+    assert_string_equal(a->gpu, b->gpu);
+    assert_string_equal(a->kernel, b->kernel);
+    assert_string_equal(a->attn, b->attn);
+    assert_int_equal(a->batch, b->batch);
+    assert_int_equal(a->beam, b->beam);
+    assert_int_equal(a->heads, b->heads);
+    assert_int_equal(a->kv_heads, b->kv_heads);
+    assert_int_equal(a->head_dim, b->head_dim);
+    assert_int_equal(a->ctx, b->ctx);
+    assert_int_equal(a->gen, b->gen);
+    assert_string_equal(a->dtype, b->dtype);
+    assert_string_equal(a->cache, b->cache);
+    assert_int_equal(a->block_size, b->block_size);
+    assert_int_equal(a->indirection, b->indirection);
+    assert_string_equal(a->multi_block, b->multi_block);
+    assert_int_equal(a->splits, b->splits);
+    assert_string_equal(a->status, b->status);
+    assert_int_equal(a->iters, b->iters);
+    const double *da = &a->median_us, *db = &b->median_us;
+    for (int i = 0; i < 12; i++)   /* median_us .. roofline_us are adjacent doubles */
+        assert_true(same_double(da[i], db[i]));
+    assert_string_equal(a->verified, b->verified);
+    assert_true(same_double(a->max_abs_err, b->max_abs_err));
+    assert_true(same_double(a->rel_err, b->rel_err));
+    assert_string_equal(a->version, b->version);
+    assert_string_equal(a->ran, b->ran);
+    assert_string_equal(a->model, b->model);
+    assert_int_equal(a->layers, b->layers);
+    assert_string_equal(a->args, b->args);
+}
+
+static char tmp_path[64];
+
+static FILE *tmp_open(void)
+{
+    snprintf(tmp_path, sizeof tmp_path, "/tmp/attnbench_csv_XXXXXX");
+    int fd = mkstemp(tmp_path);
+    assert_true(fd >= 0);
+    FILE *f = fdopen(fd, "w");
+    assert_non_null(f);
+    return f;
+}
+
+static int read_text(const char *text, csv_table_t *t, char *msg, size_t len)
+{
+    FILE *f = tmp_open();
+    fputs(text, f);
+    fclose(f);
+    int rc = csv_read(tmp_path, t, msg, len);
+    unlink(tmp_path);
+    return rc;
+}
+
+static void header_lists_spec_columns_in_order(void **state)
+{
+    (void)state;
+    FILE *f = tmp_open();
+    csv_write_header(f);
+    fclose(f);
+    f = fopen(tmp_path, "r");
+    char line[1024];
+    assert_non_null(fgets(line, sizeof line, f));
+    fclose(f);
+    unlink(tmp_path);
+    assert_true(strncmp(line, "gpu,kernel,attn,batch,beam,heads,kv_heads,head_dim,ctx,gen,dtype,"
+                              "cache,block_size,indirection,multi_block,splits,status,iters,"
+                              "median_us,p10_us,p90_us,min_us,max_us,noise,bytes,unique_bytes,"
+                              "flops,gbps,pct_peak_bw,roofline_us,verified,max_abs_err,rel_err,"
+                              "version,", 200) == 0);
+    char joined[1024] = "";
+    for (int i = 0; i < csv_column_count; i++) {
+        strcat(joined, csv_columns[i]);
+        strcat(joined, i + 1 < csv_column_count ? "," : "\n");
+    }
+    assert_string_equal(line, joined);
+}
+
+static void round_trip_keeps_every_field(void **state)
+{
+    (void)state;
+    result_row_t rows[3], back;
+    ok_row(&rows[0], "fused", 16, 1234.5);
+    oom_row(&rows[1]);
+    ok_row(&rows[2], "bifurcated", 64, 88.25);
+    /* a field that needs quoting survives */
+    snprintf(rows[2].gpu, sizeof rows[2].gpu, "gpu \"x\", rev 2");
+    FILE *f = tmp_open();
+    csv_write_header(f);
+    for (int i = 0; i < 3; i++)
+        csv_write_row(f, &rows[i]);
+    fclose(f);
+
+    csv_table_t t;
+    char msg[256];
+    assert_int_equal(csv_read(tmp_path, &t, msg, sizeof msg), 0);
+    assert_int_equal(t.nrows, 3);
+    assert_int_equal(t.ncols, csv_column_count);
+    for (int i = 0; i < 3; i++) {
+        assert_int_equal(csv_row_parse(&t, i, &back), 0);
+        assert_rows_equal(&rows[i], &back);
+    }
+    /* not-measured numbers are empty fields, not zeros */
+    assert_string_equal(csv_cell(&t, 1, "median_us"), "");
+    assert_string_equal(csv_cell(&t, 1, "gbps"), "");
+    assert_string_equal(csv_cell(&t, 1, "status"), "oom");
+    assert_string_equal(csv_cell(&t, 0, "median_us"), "1234.500");
+    assert_null(csv_cell(&t, 0, "no_such_column"));
+    assert_null(csv_cell(&t, 3, "gpu"));
+    csv_free(&t);
+    unlink(tmp_path);
+}
+
+/* Files written before the appended columns existed still read; layers is then unknown. */
+static void spec_columns_alone_are_enough(void **state)
+{
+    (void)state;
+    result_row_t r;
+    ok_row(&r, "cublas", 4, 10.0);
+    FILE *f = tmp_open();
+    csv_write_header(f);
+    csv_write_row(f, &r);
+    fclose(f);
+    /* cut the appended four columns off every line */
+    f = fopen(tmp_path, "r");
+    char a[2048], b[2048], out[4096] = "";
+    assert_non_null(fgets(a, sizeof a, f));
+    assert_non_null(fgets(b, sizeof b, f));
+    fclose(f);
+    unlink(tmp_path);
+    for (char *line = a; line; line = line == a ? b : NULL) {
+        char *p = line;
+        for (int commas = 0; *p && commas < CSV_SPEC_COLUMNS; p++)
+            commas += *p == ',';
+        p[-1] = '\n';
+        *p = '\0';
+        strcat(out, line);
+    }
+    csv_table_t t;
+    char msg[256];
+    assert_int_equal(read_text(out, &t, msg, sizeof msg), 0);
+    assert_int_equal(t.ncols, CSV_SPEC_COLUMNS);
+    result_row_t back;
+    assert_int_equal(csv_row_parse(&t, 0, &back), 0);
+    assert_int_equal(back.layers, 0);
+    assert_string_equal(back.model, "");
+    assert_true(back.median_us == 10.0);
+    csv_free(&t);
+}
+
+static void malformed_files_are_rejected(void **state)
+{
+    (void)state;
+    result_row_t r;
+    ok_row(&r, "fused", 1, 50.0);
+    FILE *f = tmp_open();
+    csv_write_header(f);
+    csv_write_row(f, &r);
+    fclose(f);
+    f = fopen(tmp_path, "r");
+    char header[2048], line[2048];
+    assert_non_null(fgets(header, sizeof header, f));
+    assert_non_null(fgets(line, sizeof line, f));
+    fclose(f);
+    unlink(tmp_path);
+
+    csv_table_t t;
+    char msg[256], text[8192];
+
+    msg[0] = '\0';
+    assert_int_equal(read_text("", &t, msg, sizeof msg), -1);
+    assert_non_null(strstr(msg, "empty"));
+    assert_int_equal(t.nrows, 0);
+
+    /* a row one field short */
+    snprintf(text, sizeof text, "%s%s%.*s\n", header, line, (int)(strrchr(line, ',') - line), line);
+    assert_int_equal(read_text(text, &t, msg, sizeof msg), -1);
+    assert_non_null(strstr(msg, ":3:"));
+    assert_non_null(strstr(msg, "fields"));
+
+    /* a missing SPEC column: the header renamed */
+    char *bad = strdup(header);
+    memcpy(strstr(bad, "median_us"), "medianXus", 9);
+    snprintf(text, sizeof text, "%s%s", bad, line);
+    free(bad);
+    assert_int_equal(read_text(text, &t, msg, sizeof msg), -1);
+    assert_non_null(strstr(msg, "median_us"));
+
+    /* a number that is not one, and an unknown status */
+    char *row = strdup(line);
+    memcpy(strstr(row, ",8192,"), ",81x2,", 6);
+    snprintf(text, sizeof text, "%s%s", header, row);
+    assert_int_equal(read_text(text, &t, msg, sizeof msg), -1);
+    assert_non_null(strstr(msg, "ctx"));
+    free(row);
+    row = strdup(line);
+    memcpy(strstr(row, ",ok,"), ",ko,", 4);
+    snprintf(text, sizeof text, "%s%s", header, row);
+    assert_int_equal(read_text(text, &t, msg, sizeof msg), -1);
+    assert_non_null(strstr(msg, "status"));
+    free(row);
+
+    /* an unterminated quote */
+    snprintf(text, sizeof text, "%s\"%s", header, line);
+    assert_int_equal(read_text(text, &t, msg, sizeof msg), -1);
+
+    /* unreadable */
+    assert_int_equal(csv_read("/nonexistent/dir/x.csv", &t, msg, sizeof msg), -1);
+    assert_non_null(strstr(msg, "/nonexistent/dir/x.csv"));
+
+    /* the good file itself reads, also with CRLF line ends */
+    snprintf(text, sizeof text, "%s%s", header, line);
+    assert_int_equal(read_text(text, &t, msg, sizeof msg), 0);
+    assert_int_equal(t.nrows, 1);
+    csv_free(&t);
+    char crlf[8192];
+    size_t n = 0;
+    for (const char *p = text; *p; p++) {
+        if (*p == '\n')
+            crlf[n++] = '\r';
+        crlf[n++] = *p;
+    }
+    crlf[n] = '\0';
+    assert_int_equal(read_text(crlf, &t, msg, sizeof msg), 0);
+    assert_int_equal(t.nrows, 1);
+    assert_string_equal(csv_cell(&t, 0, "args"), r.args);
+    csv_free(&t);
+}
+
+static void key_joins_exactly_the_same_configuration(void **state)
+{
+    (void)state;
+    result_row_t a, b;
+    char ka[512], kb[512];
+    ok_row(&a, "fused", 16, 100.0);
+    ok_row(&b, "fused", 16, 900.0);   /* measurements differ, configuration equal */
+    snprintf(b.status, sizeof b.status, "mismatch");
+    snprintf(b.version, sizeof b.version, "other");
+    b.noise = 0.5;
+    csv_row_key(&a, ka, sizeof ka);
+    csv_row_key(&b, kb, sizeof kb);
+    assert_string_equal(ka, kb);
+
+    /* a split count the planner chose is not configuration; a forced one is */
+    ok_row(&b, "fused", 16, 100.0);
+    b.splits = 8;
+    csv_row_key(&b, kb, sizeof kb);
+    assert_string_equal(ka, kb);
+    result_row_t fa = a, fb = b;
+    snprintf(fa.args, sizeof fa.args, "--kernel fused --splits 4");
+    snprintf(fb.args, sizeof fb.args, "--kernel fused --splits 4");
+    char kfa[512], kfb[512];
+    csv_row_key(&fa, kfa, sizeof kfa);
+    csv_row_key(&fb, kfb, sizeof kfb);
+    assert_string_not_equal(kfa, kfb);
+
+    /* each configuration column on its own changes the key */
+    for (int field = 0; field < 12; field++) {
+        ok_row(&b, "fused", 16, 100.0);
+        switch (field) {
+        case 0: b.beam = 32; break;
+        case 1: b.batch = 2; break;
+        case 2: b.kv_heads = 4; break;
+        case 3: b.ctx = 16384; break;
+        case 4: b.gen = 1; break;
+        case 5: snprintf(b.dtype, sizeof b.dtype, "bf16"); break;
+        case 6: snprintf(b.cache, sizeof b.cache, "contiguous"); break;
+        case 7: b.block_size = 32; break;
+        case 8: b.indirection = 0; break;
+        case 9: snprintf(b.multi_block, sizeof b.multi_block, "off"); break;
+        case 10: snprintf(b.gpu, sizeof b.gpu, "h200"); break;
+        case 11: snprintf(b.kernel, sizeof b.kernel, "bifurcated"); break;
+        }
+        csv_row_key(&b, kb, sizeof kb);
+        assert_string_not_equal(ka, kb);
+    }
+}
+
+static void append_needs_the_same_columns(void **state)
+{
+    (void)state;
+    result_row_t r;
+    ok_row(&r, "fused", 1, 5.0);
+    FILE *f = tmp_open();
+    csv_write_header(f);
+    csv_write_row(f, &r);
+    csv_write_row(f, &r);
+    fclose(f);
+    csv_table_t a, b;
+    char msg[256];
+    assert_int_equal(csv_read(tmp_path, &a, msg, sizeof msg), 0);
+    assert_int_equal(csv_read(tmp_path, &b, msg, sizeof msg), 0);
+    unlink(tmp_path);
+    assert_int_equal(csv_append(&a, &b, msg, sizeof msg), 0);
+    assert_int_equal(a.nrows, 4);
+    assert_string_equal(csv_cell(&a, 3, "kernel"), "fused");
+    free(b.names[1]);
+    b.names[1] = strdup("kernelx");
+    assert_int_equal(csv_append(&a, &b, msg, sizeof msg), -1);
+    assert_int_equal(a.nrows, 4);
+    csv_free(&a);
+    csv_free(&b);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(header_lists_spec_columns_in_order),
+        cmocka_unit_test(round_trip_keeps_every_field),
+        cmocka_unit_test(spec_columns_alone_are_enough),
+        cmocka_unit_test(malformed_files_are_rejected),
+        cmocka_unit_test(key_joins_exactly_the_same_configuration),
+        cmocka_unit_test(append_needs_the_same_columns),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,489 @@
+/* Command-line options and suite files: every option into its field, --model and
+ * its overrides, every bad input of SPEC §5 refused with one line naming the option. */
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <setjmp.h>
+#include <cmocka.h>
+#include <dirent.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include "../harness/options.h"
+
+#ifndef ATTNBENCH_SUITE_DIR
+#define ATTNBENCH_SUITE_DIR "bench/suites"
+#endif
+
+/* argv lives as long as the options that point into it: one buffer per call slot. */
+#define SLOTS 8
+static char line_buf[SLOTS][1024];
+static char *argv_buf[SLOTS][64];
+static int slot;
+
+static int parse(command_t cmd, const char *line, options_t *o, char *msg, size_t len)
+{
+    int s = slot++ % SLOTS;
+    snprintf(line_buf[s], sizeof line_buf[s], "%s", line);
+    int argc = 0;
+    for (char *save, *t = strtok_r(line_buf[s], " ", &save); t; t = strtok_r(NULL, " ", &save))
+        argv_buf[s][argc++] = t;
+    argv_buf[s][argc] = NULL;
+    msg[0] = '\0';
+    return options_parse(argc, argv_buf[s], cmd, o, msg, len);
+}
+
+static void parse_ok(command_t cmd, const char *line, options_t *o)
+{
+    char msg[512];
+    int rc = parse(cmd, line, o, msg, sizeof msg);
+    if (rc != 0) fail_msg("'%s' refused (%d): %s", line, rc, msg);
+}
+
+static void expect_bad(command_t cmd, const char *line, const char *needle)
+{
+    options_t o;
+    char msg[512];
+    int rc = parse(cmd, line, &o, msg, sizeof msg);
+    if (rc != -1) fail_msg("'%s' accepted (%d)", line, rc);
+    if (!strstr(msg, needle)) fail_msg("'%s': expected '%s' in: %s", line, needle, msg);
+    if (strchr(msg, '\n') || !msg[0]) fail_msg("'%s': not one line: '%s'", line, msg);
+}
+
+static void test_run_options_land_in_fields(void **state)
+{
+    (void)state;
+    options_t o;
+    parse_ok(CMD_RUN,
+             "run --batch 2 --beam 4 --heads 16 --kv-heads 4 --head-dim 64 --ctx 1k --gen 7 "
+             "--dtype bf16 --cache paged --block-size 32 --indirection --multi-block on --splits 4 "
+             "--q-scaling 2.5 --layers 3 --kernel fused --out x.csv --verify --profile --hot "
+             "--graph --iters 50 --warmup 2 --min-time 0.5 --seed 18446744073709551615",
+             &o);
+    const grid_t *g = &o.grid;
+    assert_int_equal(g->batch.n, 1);
+    assert_int_equal(g->batch.v[0], 2);
+    assert_int_equal(g->beam.v[0], 4);
+    assert_int_equal(g->heads.v[0], 16);
+    assert_int_equal(g->kv_heads.v[0], 4);
+    assert_int_equal(g->head_dim.v[0], 64);
+    assert_int_equal(g->ctx.v[0], 1024);
+    assert_int_equal(g->gen.v[0], 7);
+    assert_int_equal(g->n_dtype, 1);
+    assert_int_equal(g->dtype[0], DTYPE_BF16);
+    assert_int_equal(g->cache[0], CACHE_PAGED);
+    assert_int_equal(g->block_size.v[0], 32);
+    assert_true(g->indirection);
+    assert_int_equal(g->multi_block[0], MULTI_BLOCK_ON);
+    assert_int_equal(g->splits.v[0], 4);
+    assert_true(g->q_scaling == 2.5);
+    assert_int_equal(g->layers, 3);
+    assert_null(g->model);
+    assert_int_equal(o.n_kernels, 1);
+    assert_string_equal(o.kernels[0], "fused");
+    assert_string_equal(o.out, "x.csv");
+    assert_true(o.verify && o.profile && o.hot && o.graph);
+    assert_false(o.resume);
+    assert_int_equal(o.iters, 50);
+    assert_int_equal(o.warmup, 2);
+    assert_true(o.min_time_s == 0.5);
+    assert_true(o.seed == UINT64_MAX);
+    assert_null(o.suite);
+    assert_true(o.grid_set & GRID_FIELD_BATCH);
+    assert_true(o.grid_set & GRID_FIELD_INDIRECTION);
+    assert_false(o.grid_set & GRID_FIELD_MODEL);
+}
+
+static void test_short_forms_and_equals(void **state)
+{
+    (void)state;
+    options_t o;
+    parse_ok(CMD_RUN, "run -b 3 -w 8 -H 8 -g 2 -d 128 -c 2k -t fp32 -S 16 -k cublas -o y.csv -n 7 "
+                      "--gen=9",
+             &o);
+    assert_int_equal(o.grid.batch.v[0], 3);
+    assert_int_equal(o.grid.beam.v[0], 8);
+    assert_int_equal(o.grid.heads.v[0], 8);
+    assert_int_equal(o.grid.kv_heads.v[0], 2);
+    assert_int_equal(o.grid.head_dim.v[0], 128);
+    assert_int_equal(o.grid.ctx.v[0], 2048);
+    assert_int_equal(o.grid.gen.v[0], 9);
+    assert_int_equal(o.grid.dtype[0], DTYPE_FP32);
+    assert_int_equal(o.grid.block_size.v[0], 16);
+    assert_string_equal(o.kernels[0], "cublas");
+    assert_string_equal(o.out, "y.csv");
+    assert_int_equal(o.iters, 7);
+    /* -k is --kernels outside run */
+    parse_ok(CMD_SWEEP, "sweep -k fused,auto -o s.csv -w 1:4", &o);
+    assert_int_equal(o.n_kernels, 2);
+    assert_string_equal(o.kernels[1], "auto");
+}
+
+static void test_defaults(void **state)
+{
+    (void)state;
+    options_t o;
+    parse_ok(CMD_RUN, "run --kernel fused", &o);
+    assert_int_equal(o.warmup, 3);
+    assert_true(o.min_time_s == 0.1);
+    assert_int_equal(o.iters, 0);
+    assert_true(o.seed == 0);
+    assert_int_equal(o.grid_set, 0);
+    assert_null(o.out);
+    assert_false(o.verify || o.profile || o.hot || o.graph || o.resume);
+    problem_t d = problem_default();
+    assert_int_equal(o.grid.heads.v[0], d.heads);
+    assert_int_equal(o.grid.ctx.v[0], d.ctx);
+
+    parse_ok(CMD_VERIFY, "verify", &o);
+    assert_string_equal(o.suite, "quick");
+    assert_int_equal(o.n_kernels, 0);   /* every kernel */
+    parse_ok(CMD_VERIFY, "verify --suite full --kernels fused --seed 7", &o);
+    assert_string_equal(o.suite, "full");
+    assert_int_equal(o.n_kernels, 1);
+    assert_true(o.seed == 7);
+}
+
+static void test_sweep_lists(void **state)
+{
+    (void)state;
+    options_t o;
+    parse_ok(CMD_SWEEP,
+             "sweep --beam 1:8 --kv-heads 32,8,1 --ctx 8k,16k --dtype fp16,bf16 "
+             "--cache contiguous,paged --block-size 16,64 --multi-block off,on,auto "
+             "--kernels fused,cublas,bifurcated --out s.csv --resume --verify --hot --graph",
+             &o);
+    assert_int_equal(o.grid.beam.n, 4);
+    assert_int_equal(o.grid.beam.v[3], 8);
+    assert_int_equal(o.grid.kv_heads.n, 3);
+    assert_int_equal(o.grid.kv_heads.v[2], 1);
+    assert_int_equal(o.grid.ctx.v[1], 16384);
+    assert_int_equal(o.grid.n_dtype, 2);
+    assert_int_equal(o.grid.dtype[1], DTYPE_BF16);
+    assert_int_equal(o.grid.n_cache, 2);
+    assert_int_equal(o.grid.cache[1], CACHE_PAGED);
+    assert_int_equal(o.grid.n_multi_block, 3);
+    assert_int_equal(o.grid.multi_block[0], MULTI_BLOCK_OFF);
+    assert_int_equal(o.grid.multi_block[2], MULTI_BLOCK_AUTO);
+    assert_int_equal(o.n_kernels, 3);
+    assert_string_equal(o.kernels[0], "fused");
+    assert_string_equal(o.kernels[2], "bifurcated");
+    assert_true(o.resume && o.verify && o.hot && o.graph);
+    assert_int_equal(grid_count(&o.grid), 4 * 3 * 2 * 2 * (1 + 2) * 3);
+    assert_int_equal(o.grid_set, GRID_FIELD_BEAM | GRID_FIELD_KV_HEADS | GRID_FIELD_CTX |
+                                     GRID_FIELD_DTYPE | GRID_FIELD_CACHE |
+                                     GRID_FIELD_BLOCK_SIZE | GRID_FIELD_MULTI_BLOCK);
+}
+
+static void test_model_sets_and_explicit_wins(void **state)
+{
+    (void)state;
+    options_t o;
+    parse_ok(CMD_RUN, "run --model 7b-gqa --kernel fused", &o);
+    assert_int_equal(o.grid.heads.v[0], 32);
+    assert_int_equal(o.grid.kv_heads.v[0], 8);
+    assert_int_equal(o.grid.head_dim.v[0], 128);
+    assert_int_equal(o.grid.layers, 32);
+    assert_string_equal(o.grid.model, "7b-gqa");
+    assert_true(o.grid_set & GRID_FIELD_KV_HEADS);   /* set through the model */
+
+    parse_ok(CMD_RUN, "run --heads 16 --model 7b-gqa --kernel fused", &o);
+    assert_int_equal(o.grid.heads.v[0], 16);
+    assert_int_equal(o.grid.kv_heads.v[0], 8);
+    parse_ok(CMD_RUN, "run -m 7b-gqa --kv-heads 4 --layers 2 --kernel fused", &o);
+    assert_int_equal(o.grid.kv_heads.v[0], 4);
+    assert_int_equal(o.grid.heads.v[0], 32);
+    assert_int_equal(o.grid.layers, 2);
+    parse_ok(CMD_RUN, "run --head-dim 64 --model 7b --kernel fused", &o);
+    assert_int_equal(o.grid.head_dim.v[0], 64);
+    assert_int_equal(o.grid.kv_heads.v[0], 32);
+    /* explicit values are validated with the model's: g = 3 does not divide 32 */
+    expect_bad(CMD_RUN, "run --model 7b --kv-heads 3 --kernel fused", "--kv-heads 3 must divide");
+}
+
+/* --help prints to stdout; the text goes to a file here, so it can be checked. */
+static int parse_help(command_t cmd, const char *line, char *text, size_t text_len)
+{
+    options_t o;
+    char msg[256];
+    FILE *tmp = tmpfile();
+    assert_non_null(tmp);
+    fflush(stdout);
+    int saved = dup(STDOUT_FILENO);
+    dup2(fileno(tmp), STDOUT_FILENO);
+    int rc = parse(cmd, line, &o, msg, sizeof msg);
+    fflush(stdout);
+    dup2(saved, STDOUT_FILENO);
+    close(saved);
+    rewind(tmp);
+    size_t n = fread(text, 1, text_len - 1, tmp);
+    text[n] = '\0';
+    fclose(tmp);
+    return rc;
+}
+
+static void test_help(void **state)
+{
+    (void)state;
+    char text[8192];
+    assert_int_equal(parse_help(CMD_RUN, "run --help", text, sizeof text), 1);
+    assert_non_null(strstr(text, "usage: attnbench run"));
+    assert_non_null(strstr(text, "--kv-heads"));
+    assert_int_equal(parse_help(CMD_SWEEP, "sweep --beam 1:4 -h", text, sizeof text), 1);
+    assert_non_null(strstr(text, "usage: attnbench sweep"));
+    assert_int_equal(parse_help(CMD_VERIFY, "verify --help", text, sizeof text), 1);
+    assert_non_null(strstr(text, "usage: attnbench verify"));
+    assert_int_equal(parse_help(CMD_LIST, "list --help", text, sizeof text), 1);
+    assert_non_null(strstr(text, "usage: attnbench list"));
+}
+
+static void test_bad_problems(void **state)
+{
+    (void)state;
+    expect_bad(CMD_RUN, "run --kv-heads 3 --kernel fused", "--kv-heads 3 must divide --heads 32");
+    expect_bad(CMD_SWEEP, "sweep --heads 32 --kv-heads 32,8,5 --out s.csv", "--kv-heads 5");
+    expect_bad(CMD_RUN, "run --cache paged --block-size 12 --kernel fused", "--block-size 12");
+    expect_bad(CMD_RUN, "run --cache paged --block-size 256 --kernel fused", "--block-size 256");
+    expect_bad(CMD_RUN, "run --cache paged --block-size 4 --kernel fused", "--block-size 4");
+    expect_bad(CMD_RUN, "run --block-size 12 --kernel fused", "power of two");
+    expect_bad(CMD_SWEEP, "sweep --cache paged --block-size 8:256 --out s.csv", "--block-size 256");
+    expect_bad(CMD_RUN, "run --batch 0 --kernel fused", "--batch");
+    expect_bad(CMD_RUN, "run --ctx -5 --kernel fused", "--ctx");
+    expect_bad(CMD_RUN, "run --heads 0 --kernel fused", "--heads");
+    expect_bad(CMD_RUN, "run --gen 0 --kernel fused", "--gen");
+    expect_bad(CMD_RUN, "run --beam -1 --kernel fused", "--beam");
+    expect_bad(CMD_RUN, "run --head-dim 100 --kernel fused", "--head-dim 100");
+    expect_bad(CMD_RUN, "run --layers 0 --kernel fused", "--layers");
+    expect_bad(CMD_RUN, "run --q-scaling -1 --kernel fused", "--q-scaling");
+    expect_bad(CMD_RUN, "run --q-scaling nan --kernel fused", "--q-scaling");
+    expect_bad(CMD_RUN, "run --splits 2000 --kernel fused", "--splits 2000");
+    expect_bad(CMD_RUN, "run --splits 4 --multi-block off --kernel fused", "--splits 4 contradicts");
+    expect_bad(CMD_RUN, "run --ctx 1m,1m --kernel fused", "--ctx");
+}
+
+static void test_bad_names(void **state)
+{
+    (void)state;
+    expect_bad(CMD_RUN, "run --kernel nope", "--kernel: unknown kernel 'nope'");
+    expect_bad(CMD_SWEEP, "sweep --kernels fused,nope --beam 1:4 --out s.csv", "--kernels: unknown kernel 'nope'");
+    expect_bad(CMD_SWEEP, "sweep --kernels fused,,cublas --beam 1:4 --out s.csv", "--kernels");
+    expect_bad(CMD_SWEEP, "sweep --kernels fused,fused --beam 1:4 --out s.csv", "twice");
+    expect_bad(CMD_RUN, "run --dtype fp8 --kernel fused", "--dtype: unknown value 'fp8'");
+    expect_bad(CMD_SWEEP, "sweep --dtype fp16,fp16 --out s.csv", "--dtype: 'fp16' is listed twice");
+    expect_bad(CMD_RUN, "run --cache weird --kernel fused", "--cache: unknown value 'weird'");
+    expect_bad(CMD_RUN, "run --multi-block maybe --kernel fused", "--multi-block: unknown value");
+    expect_bad(CMD_RUN, "run --model 70b --kernel fused", "--model: unknown model '70b'");
+    expect_bad(CMD_VERIFY, "verify --suite medium", "--suite");
+}
+
+static void test_bad_numbers(void **state)
+{
+    (void)state;
+    expect_bad(CMD_RUN, "run --iters x --kernel fused", "--iters");
+    expect_bad(CMD_RUN, "run --iters -1 --kernel fused", "--iters");
+    expect_bad(CMD_RUN, "run --warmup 1.5 --kernel fused", "--warmup");
+    expect_bad(CMD_RUN, "run --min-time 0 --kernel fused", "--min-time");
+    expect_bad(CMD_RUN, "run --min-time abc --kernel fused", "--min-time");
+    expect_bad(CMD_RUN, "run --seed abc --kernel fused", "--seed");
+    expect_bad(CMD_RUN, "run --seed 99999999999999999999 --kernel fused", "--seed");
+    expect_bad(CMD_RUN, "run --beam 1:3 --kernel fused", "--beam");
+    expect_bad(CMD_RUN, "run --ctx 8q --kernel fused", "--ctx");
+}
+
+static void test_bad_command_lines(void **state)
+{
+    (void)state;
+    expect_bad(CMD_RUN, "run --beam 1,2 --kernel fused", "--beam takes one value for run; use sweep for grids");
+    expect_bad(CMD_RUN, "run --beam 1:4 --kernel fused", "--beam takes one value for run");
+    expect_bad(CMD_RUN, "run --dtype fp16,bf16 --kernel fused", "--dtype takes one value for run");
+    expect_bad(CMD_RUN, "run --cache paged,contiguous --kernel fused", "--cache takes one value");
+    expect_bad(CMD_RUN, "run --beam 4", "run needs --kernel");
+    expect_bad(CMD_RUN, "run --kernels fused,cublas", "does not take --kernels");
+    expect_bad(CMD_RUN, "run --kernel", "--kernel needs a value");
+    expect_bad(CMD_RUN, "run -k", "--kernel needs a value");
+    expect_bad(CMD_SWEEP, "sweep --beam 1:4", "sweep needs --out");
+    expect_bad(CMD_SWEEP, "sweep --beam 1:4 --resume", "--resume needs --out");
+    expect_bad(CMD_SWEEP, "sweep --out s.csv", "sweep needs a grid");
+    expect_bad(CMD_SWEEP, "sweep --beam 1:4 --out s.csv --profile", "does not take --profile");
+    expect_bad(CMD_SWEEP, "sweep --beam 1:4 --out s.csv --kernel fused", "does not take --kernel");
+    expect_bad(CMD_RUN, "run --kernel fused --resume", "does not take --resume");
+    expect_bad(CMD_RUN, "run --kernel fused --suite quick", "does not take --suite");
+    expect_bad(CMD_VERIFY, "verify --beam 4", "does not take --beam");
+    expect_bad(CMD_LIST, "list --batch 1", "does not take --batch");
+    expect_bad(CMD_RUN, "run --frobnicate --kernel fused", "unknown or ambiguous option '--frobnicate'");
+    expect_bad(CMD_RUN, "run -x --kernel fused", "unknown option '-x'");
+    expect_bad(CMD_RUN, "run --verify=yes --kernel fused", "--verify takes no value");
+    expect_bad(CMD_RUN, "run stray --kernel fused", "unexpected argument 'stray'");
+}
+
+/* ---- suites ---- */
+
+static char suite_path[64];
+
+static const char *write_suite(const char *text)
+{
+    snprintf(suite_path, sizeof suite_path, "/tmp/attnbench_suite_XXXXXX");
+    int fd = mkstemp(suite_path);
+    assert_true(fd >= 0);
+    FILE *f = fdopen(fd, "w");
+    fputs(text, f);
+    fclose(f);
+    return suite_path;
+}
+
+static void test_suite_lines(void **state)
+{
+    (void)state;
+    const char *path = write_suite("# a comment line\n"
+                                   "\n"
+                                   "   \t\n"
+                                   "--beam 1:4 --ctx 8k --kernels fused   # trailing comment\n"
+                                   "--model 7b-gqa --heads 16 --kv-heads 4 --cache paged --block-size 16,64\n"
+                                   "--ctx 1 --gen 1");   /* no final newline */
+    suite_entry_t *e;
+    int n;
+    char msg[512];
+    int rc = suite_load(path, NULL, &e, &n, msg, sizeof msg);
+    if (rc) fail_msg("%s", msg);
+    assert_int_equal(n, 3);
+    assert_int_equal(e[0].grid.beam.n, 3);
+    assert_int_equal(e[0].grid.beam.v[2], 4);
+    assert_int_equal(e[0].grid.ctx.v[0], 8192);
+    assert_int_equal(e[0].n_kernels, 1);
+    assert_string_equal(e[0].kernels[0], "fused");
+    assert_int_equal(e[1].grid.heads.v[0], 16);
+    assert_int_equal(e[1].grid.kv_heads.v[0], 4);
+    assert_int_equal(e[1].grid.head_dim.v[0], 128);
+    assert_int_equal(e[1].grid.layers, 32);
+    assert_string_equal(e[1].grid.model, "7b-gqa");
+    assert_int_equal(e[1].grid.block_size.n, 2);
+    assert_int_equal(e[1].grid.cache[0], CACHE_PAGED);
+    assert_int_equal(e[1].n_kernels, 0);
+    assert_int_equal(e[2].grid.ctx.v[0], 1);
+    assert_int_equal(e[2].grid.beam.v[0], 1);   /* a line starts from the defaults */
+    free(e);
+    unlink(path);
+}
+
+static void test_suite_command_line_wins(void **state)
+{
+    (void)state;
+    const char *path = write_suite("--heads 16 --kv-heads 4 --beam 1,2 --dtype fp16 --kernels fused\n"
+                                   "--model 7b-gqa --beam 8\n");
+    char line[256];
+    snprintf(line, sizeof line, "sweep --suite %s --dtype bf16 --kernels cublas --out s.csv", path);
+    options_t o;
+    parse_ok(CMD_SWEEP, line, &o);
+    assert_string_equal(o.suite, path);
+    suite_entry_t *e;
+    int n;
+    char msg[512];
+    int rc = suite_load(o.suite, &o, &e, &n, msg, sizeof msg);
+    if (rc) fail_msg("%s", msg);
+    assert_int_equal(n, 2);
+    for (int i = 0; i < 2; ++i) {
+        assert_int_equal(e[i].grid.n_dtype, 1);
+        assert_int_equal(e[i].grid.dtype[0], DTYPE_BF16);
+        assert_int_equal(e[i].n_kernels, 1);
+        assert_string_equal(e[i].kernels[0], "cublas");
+    }
+    assert_int_equal(e[0].grid.beam.n, 2);
+    assert_int_equal(e[0].grid.heads.v[0], 16);
+    assert_int_equal(e[1].grid.kv_heads.v[0], 8);
+    free(e);
+
+    /* --model on the command line replaces the shapes of every line */
+    snprintf(line, sizeof line, "sweep --suite %s --model 7b --out s.csv", path);
+    parse_ok(CMD_SWEEP, line, &o);
+    rc = suite_load(o.suite, &o, &e, &n, msg, sizeof msg);
+    if (rc) fail_msg("%s", msg);
+    assert_int_equal(e[0].grid.heads.v[0], 32);
+    assert_int_equal(e[0].grid.kv_heads.v[0], 32);
+    assert_int_equal(e[0].grid.layers, 32);
+    assert_string_equal(e[0].grid.model, "7b");
+    assert_int_equal(e[0].n_kernels, 1);   /* the line's own kernels stay */
+    assert_string_equal(e[0].kernels[0], "fused");
+    free(e);
+    unlink(path);
+}
+
+static void expect_suite_bad(const char *text, const char *needle)
+{
+    const char *path = write_suite(text);
+    suite_entry_t *e = (suite_entry_t *)&e;
+    int n = -1;
+    char msg[512] = "";
+    assert_int_equal(suite_load(path, NULL, &e, &n, msg, sizeof msg), -1);
+    if (!strstr(msg, needle)) fail_msg("expected '%s' in: %s", needle, msg);
+    if (strchr(msg, '\n')) fail_msg("not one line: %s", msg);
+    assert_null(e);
+    assert_int_equal(n, 0);
+    unlink(path);
+}
+
+static void test_suite_errors(void **state)
+{
+    (void)state;
+    /* mkstemp picks a new name each time: match the line number and rule only */
+    expect_suite_bad("--beam 1\n# ok\n--kv-heads 3\n", ":3: --kv-heads 3 must divide");
+    expect_suite_bad("--beam 1 --out x.csv\n", ":1: --out is not allowed in a suite line");
+    expect_suite_bad("--beam 1 --resume\n", "--resume is not allowed in a suite line");
+    expect_suite_bad("--beam 1 --kernels nope\n", "unknown kernel 'nope'");
+    expect_suite_bad("--beam 1 stray\n", "unexpected argument 'stray'");
+    expect_suite_bad("# only comments\n\n", "no grid lines");
+
+    suite_entry_t *e;
+    int n;
+    char msg[512];
+    assert_int_equal(suite_load("/nonexistent/dir/x.suite", NULL, &e, &n, msg, sizeof msg), -1);
+    assert_non_null(strstr(msg, "cannot read /nonexistent/dir/x.suite"));
+    assert_int_equal(suite_load("no-such-suite", NULL, &e, &n, msg, sizeof msg), -1);
+    assert_non_null(strstr(msg, "/no-such-suite.suite"));
+    assert_int_equal(suite_load("", NULL, &e, &n, msg, sizeof msg), -1);
+}
+
+/* Every suite the project ships loads: a broken one fails here, not on a GPU. */
+static void test_shipped_suites_load(void **state)
+{
+    (void)state;
+    DIR *d = opendir(ATTNBENCH_SUITE_DIR);
+    if (!d) skip();
+    int loaded = 0;
+    for (struct dirent *de; (de = readdir(d));) {
+        size_t l = strlen(de->d_name);
+        if (l < 7 || strcmp(de->d_name + l - 6, ".suite")) continue;
+        char name[256];
+        snprintf(name, sizeof name, "%.*s", (int)(l - 6), de->d_name);
+        suite_entry_t *e;
+        int n;
+        char msg[512];
+        if (suite_load(name, NULL, &e, &n, msg, sizeof msg)) fail_msg("suite %s: %s", name, msg);
+        assert_true(n >= 1);
+        free(e);
+        ++loaded;
+    }
+    closedir(d);
+    assert_true(loaded >= 1);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_run_options_land_in_fields),
+        cmocka_unit_test(test_short_forms_and_equals),
+        cmocka_unit_test(test_defaults),
+        cmocka_unit_test(test_sweep_lists),
+        cmocka_unit_test(test_model_sets_and_explicit_wins),
+        cmocka_unit_test(test_help),
+        cmocka_unit_test(test_bad_problems),
+        cmocka_unit_test(test_bad_names),
+        cmocka_unit_test(test_bad_numbers),
+        cmocka_unit_test(test_bad_command_lines),
+        cmocka_unit_test(test_suite_lines),
+        cmocka_unit_test(test_suite_command_line_wins),
+        cmocka_unit_test(test_suite_errors),
+        cmocka_unit_test(test_shipped_suites_load),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

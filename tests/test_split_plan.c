@@ -1,0 +1,289 @@
+/* Split-KV planning and the log-sum-exp merge of kernels/split_plan.h: the same
+ * code the multi-block kernels run, checked on the CPU. */
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <setjmp.h>
+#include <cmocka.h>
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../kernels/logical_data.h"
+#include "../kernels/split_plan.h"
+
+/* What every plan must satisfy: chunks are whole tiles, cover the keys, and none is empty. */
+static void check_plan_shape(split_plan_t s, int keys, int tile)
+{
+    assert_true(s.splits >= 1);
+    assert_true(s.chunk >= tile);
+    assert_int_equal(s.chunk % tile, 0);
+    assert_true((long)s.splits * s.chunk >= keys);
+    assert_true((long)(s.splits - 1) * s.chunk < keys);
+}
+
+static void test_fixed_plan_shapes(void **state)
+{
+    (void)state;
+    const int keys[] = {1, 2, 63, 64, 65, 100, 1000, 4097, 32768, 100000};
+    const int splits[] = {1, 2, 3, 7, 16, 100, 1024};
+    const int tiles[] = {1, 16, 64, 128};
+    for (size_t k = 0; k < sizeof keys / sizeof keys[0]; ++k)
+        for (size_t s = 0; s < sizeof splits / sizeof splits[0]; ++s)
+            for (size_t t = 0; t < sizeof tiles / sizeof tiles[0]; ++t) {
+                split_plan_t p = split_plan_fixed(keys[k], splits[s], tiles[t]);
+                check_plan_shape(p, keys[k], tiles[t]);
+                assert_true(p.splits <= splits[s]);
+                assert_true(p.splits <= (keys[k] + tiles[t] - 1) / tiles[t]); /* tiles of work */
+            }
+}
+
+static void test_fixed_plan_values(void **state)
+{
+    (void)state;
+    split_plan_t p = split_plan_fixed(1, 8, 64); /* one key: one chunk of one tile */
+    assert_int_equal(p.splits, 1);
+    assert_int_equal(p.chunk, 64);
+    p = split_plan_fixed(4096, 16, 64); /* divides evenly: exactly what was asked */
+    assert_int_equal(p.splits, 16);
+    assert_int_equal(p.chunk, 256);
+    p = split_plan_fixed(1000, 4, 64); /* 250 per split rounds up to 256 */
+    assert_int_equal(p.splits, 4);
+    assert_int_equal(p.chunk, 256);
+    p = split_plan_fixed(100, 8, 64); /* only two tiles of keys */
+    assert_int_equal(p.splits, 2);
+    assert_int_equal(p.chunk, 64);
+    p = split_plan_fixed(5000, 1, 64);
+    assert_int_equal(p.splits, 1);
+    assert_int_equal(p.chunk, 5056);
+    p = split_plan_fixed(0, 0, 32); /* degenerate input still gives one chunk */
+    assert_int_equal(p.splits, 1);
+    assert_int_equal(p.chunk, 32);
+}
+
+static void test_wave_efficiency(void **state)
+{
+    (void)state;
+    assert_true(split_wave_efficiency(132, 132, 1) == 1.0);
+    assert_true(fabs(split_wave_efficiency(133, 132, 1) - 133.0 / 264.0) < 1e-15);
+    assert_true(split_wave_efficiency(264, 132, 2) == 1.0);
+    assert_true(fabs(split_wave_efficiency(1, 132, 1) - 1.0 / 132.0) < 1e-15);
+    assert_true(fabs(split_wave_efficiency(400, 132, 1) - 400.0 / 528.0) < 1e-15);
+    assert_true(split_wave_efficiency(0, 132, 1) == 0.0);
+    assert_true(split_wave_efficiency(10, 0, 1) == 0.0);
+}
+
+/* One (stream, kv head) on a 132-SM GPU with a long context: split to fill the GPU. */
+static void test_auto_few_items_fill_the_gpu(void **state)
+{
+    (void)state;
+    split_plan_t p = split_plan_auto(1, 32768, 64, 132, 1);
+    check_plan_shape(p, 32768, 64);
+    assert_true(p.splits >= 100);
+    assert_true(split_wave_efficiency(p.splits, 132, 1) >= 0.9);
+    assert_true(p.chunk >= SPLIT_MIN_KEYS);
+
+    p = split_plan_auto(8, 65536, 64, 132, 2);
+    check_plan_shape(p, 65536, 64);
+    assert_true(p.splits > 1);
+    assert_true(split_wave_efficiency(8L * p.splits, 132, 2) >= 0.9);
+}
+
+static void test_auto_many_items_no_split(void **state)
+{
+    (void)state;
+    split_plan_t p = split_plan_auto(132 * 4, 32768, 64, 132, 1); /* whole waves already */
+    assert_int_equal(p.splits, 1);
+    p = split_plan_auto(100000, 4096, 64, 132, 2);
+    assert_int_equal(p.splits, 1);
+}
+
+static void test_auto_respects_min_keys(void **state)
+{
+    (void)state;
+    split_plan_t p = split_plan_auto(1, 2 * SPLIT_MIN_KEYS - 1, 64, 132, 1);
+    assert_int_equal(p.splits, 1);
+    p = split_plan_auto(1, 100, 16, 132, 1);
+    assert_int_equal(p.splits, 1);
+    p = split_plan_auto(1, 1000, 64, 132, 1);
+    assert_true(p.splits > 1);
+    assert_true(p.splits <= 1000 / SPLIT_MIN_KEYS);
+}
+
+/* Over a grid of shapes: well-formed, bounded, and within 5% of the best
+ * wave efficiency any allowed split count reaches. */
+static void test_auto_properties(void **state)
+{
+    (void)state;
+    const long items[] = {1, 3, 17, 100, 1000};
+    const int keys[] = {1, 255, 256, 1000, 8192, 65536, 1 << 20};
+    for (size_t i = 0; i < sizeof items / sizeof items[0]; ++i)
+        for (size_t k = 0; k < sizeof keys / sizeof keys[0]; ++k)
+            for (int per_sm = 1; per_sm <= 2; ++per_sm) {
+                split_plan_t p = split_plan_auto(items[i], keys[k], 64, 132, per_sm);
+                check_plan_shape(p, keys[k], 64);
+                int allowed = keys[k] / SPLIT_MIN_KEYS;
+                if (allowed < 1) allowed = 1;
+                if (allowed > SPLIT_MAX) allowed = SPLIT_MAX;
+                assert_true(p.splits <= allowed);
+                double best = 0.0;
+                for (int s = 1; s <= allowed; ++s) {
+                    split_plan_t q = split_plan_fixed(keys[k], s, 64);
+                    best = fmax(best, split_wave_efficiency(items[i] * q.splits, 132, per_sm));
+                }
+                assert_true(split_wave_efficiency(items[i] * p.splits, 132, per_sm)
+                            >= 0.95 * best - 1e-12);
+            }
+}
+
+/* Deterministic uniform values in [lo, hi). */
+static double uniform(uint64_t *state, double lo, double hi)
+{
+    *state = splitmix64(*state);
+    return lo + (hi - lo) * (double)(*state >> 11) / 9007199254740992.0;
+}
+
+#define MERGE_KEYS 1500
+#define MERGE_D 64
+
+/* Softmax-weighted sum in double, the way the reference computes it. */
+static void one_pass(const float *logit, const float *v, int n, double *out)
+{
+    double mx = -INFINITY, denom = 0.0, acc[MERGE_D] = {0};
+    for (int i = 0; i < n; ++i) mx = fmax(mx, logit[i]);
+    for (int i = 0; i < n; ++i) {
+        double w = exp(logit[i] - mx);
+        denom += w;
+        for (int x = 0; x < MERGE_D; ++x) acc[x] += w * v[i * MERGE_D + x];
+    }
+    for (int x = 0; x < MERGE_D; ++x) out[x] = acc[x] / denom;
+}
+
+/* Partial state of keys [begin, end) in float, as one split of a kernel computes it. */
+static void chunk_state(const float *logit, const float *v, int begin, int end, float *m, float *l,
+                        float *acc)
+{
+    *m = -INFINITY;
+    *l = 0.0f;
+    memset(acc, 0, MERGE_D * sizeof *acc);
+    for (int i = begin; i < end; ++i) *m = fmaxf(*m, logit[i]);
+    for (int i = begin; i < end; ++i) {
+        float w = expf(logit[i] - *m);
+        *l += w;
+        for (int x = 0; x < MERGE_D; ++x) acc[x] += w * v[i * MERGE_D + x];
+    }
+}
+
+static double rel_l2(const double *want, const float *m_acc, float l)
+{
+    double diff2 = 0.0, ref2 = 0.0;
+    for (int x = 0; x < MERGE_D; ++x) {
+        double got = (double)m_acc[x] / l, d = got - want[x];
+        diff2 += d * d;
+        ref2 += want[x] * want[x];
+    }
+    return sqrt(diff2 / ref2);
+}
+
+static void test_lse_merge_equals_one_pass(void **state)
+{
+    (void)state;
+    static float logit[MERGE_KEYS], v[MERGE_KEYS * MERGE_D];
+    const double spreads[] = {1.0, 8.0, 300.0}; /* mild, peaked, and logits far beyond expf's range */
+    for (int trial = 0; trial < 12; ++trial) {
+        uint64_t rng = 1000 + (uint64_t)trial;
+        double spread = spreads[trial % 3];
+        for (int i = 0; i < MERGE_KEYS; ++i) logit[i] = (float)uniform(&rng, -spread, spread);
+        for (int i = 0; i < MERGE_KEYS * MERGE_D; ++i) v[i] = (float)uniform(&rng, -1.0, 1.0);
+        double want[MERGE_D];
+        one_pass(logit, v, MERGE_KEYS, want);
+
+        /* random chunk boundaries, merged front to back and back to front */
+        int bounds[64], n = 0, at = 0;
+        bounds[n++] = 0;
+        while (at < MERGE_KEYS && n < 63) {
+            at += 1 + (int)uniform(&rng, 0.0, 200.0);
+            if (at > MERGE_KEYS) at = MERGE_KEYS;
+            bounds[n++] = at;
+        }
+        if (bounds[n - 1] != MERGE_KEYS) bounds[n++] = MERGE_KEYS;
+        assert_true(n > 3);
+
+        float m = -INFINITY, l = 0.0f, acc[MERGE_D] = {0};
+        float rm = -INFINITY, rl = 0.0f, racc[MERGE_D] = {0};
+        float cm, cl, cacc[MERGE_D];
+        for (int c = 0; c + 1 < n; ++c) {
+            chunk_state(logit, v, bounds[c], bounds[c + 1], &cm, &cl, cacc);
+            lse_merge(&m, &l, acc, cm, cl, cacc, MERGE_D);
+        }
+        for (int c = n - 2; c >= 0; --c) {
+            chunk_state(logit, v, bounds[c], bounds[c + 1], &cm, &cl, cacc);
+            lse_merge(&rm, &rl, racc, cm, cl, cacc, MERGE_D);
+        }
+        assert_true(isfinite(l) && l >= 1.0f);
+        assert_true(rel_l2(want, acc, l) < 1e-5);
+        assert_true(rel_l2(want, racc, rl) < 1e-5);
+
+        /* a merge that dropped a chunk is caught by the same check */
+        float dm = -INFINITY, dl = 0.0f, dacc[MERGE_D] = {0};
+        for (int c = 1; c + 1 < n; ++c) {
+            chunk_state(logit, v, bounds[c], bounds[c + 1], &cm, &cl, cacc);
+            lse_merge(&dm, &dl, dacc, cm, cl, cacc, MERGE_D);
+        }
+        (void)dm;
+        if (spread < 100.0) assert_true(rel_l2(want, dacc, dl) > 1e-5);
+    }
+}
+
+static void test_lse_merge_empty_is_identity(void **state)
+{
+    (void)state;
+    const float acc0[4] = {0.5f, -1.25f, 3.0f, 0.0f}, zero[4] = {0};
+    float m = 1.5f, l = 2.75f, acc[4];
+    memcpy(acc, acc0, sizeof acc);
+    lse_merge(&m, &l, acc, -INFINITY, 0.0f, zero, 4); /* state + empty */
+    assert_true(m == 1.5f && l == 2.75f);
+    assert_memory_equal(acc, acc0, sizeof acc);
+
+    float em = -INFINITY, el = 0.0f, eacc[4] = {0};
+    lse_merge(&em, &el, eacc, 1.5f, 2.75f, acc0, 4); /* empty + state */
+    assert_true(em == 1.5f && el == 2.75f);
+    assert_memory_equal(eacc, acc0, sizeof eacc);
+
+    float bm = -INFINITY, bl = 0.0f, bacc[4] = {0};
+    lse_merge(&bm, &bl, bacc, -INFINITY, 0.0f, zero, 4); /* empty + empty stays empty, no NaN */
+    assert_true(bm == -INFINITY && bl == 0.0f);
+    for (int x = 0; x < 4; ++x) assert_true(bacc[x] == 0.0f);
+}
+
+/* Two states with different maxima: the smaller one is rescaled by exp(m2 - m1). */
+static void test_lse_merge_hand_values(void **state)
+{
+    (void)state;
+    float m = 0.0f, l = 1.0f, acc[2] = {1.0f, 2.0f};
+    const float acc2[2] = {4.0f, -2.0f};
+    lse_merge(&m, &l, acc, 2.0f, 3.0f, acc2, 2);
+    const double a = exp(-2.0);
+    assert_true(m == 2.0f);
+    assert_true(fabs(l - (1.0 * a + 3.0)) < 1e-6);
+    assert_true(fabs(acc[0] - (1.0 * a + 4.0)) < 1e-6);
+    assert_true(fabs(acc[1] - (2.0 * a - 2.0)) < 1e-6);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_fixed_plan_shapes),
+        cmocka_unit_test(test_fixed_plan_values),
+        cmocka_unit_test(test_wave_efficiency),
+        cmocka_unit_test(test_auto_few_items_fill_the_gpu),
+        cmocka_unit_test(test_auto_many_items_no_split),
+        cmocka_unit_test(test_auto_respects_min_keys),
+        cmocka_unit_test(test_auto_properties),
+        cmocka_unit_test(test_lse_merge_equals_one_pass),
+        cmocka_unit_test(test_lse_merge_empty_is_identity),
+        cmocka_unit_test(test_lse_merge_hand_values),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
