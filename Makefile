@@ -14,12 +14,12 @@ BUILD     ?= build
 VERSION   := $(shell git describe --always --dirty --abbrev=12 2>/dev/null || echo unknown)
 
 GENCODE   ?= -gencode=arch=compute_90a,code=sm_90a -gencode=arch=compute_90,code=compute_90
-CFLAGS    += -std=c11 -O2 -g -Wall -Wextra -Werror=implicit-function-declaration \
+CFLAGS    += -std=c11 -O2 -g -fopenmp -Wall -Wextra -Werror=implicit-function-declaration \
              -D_POSIX_C_SOURCE=200809L -I$(CUDA_HOME)/include -DATTNBENCH_VERSION=\"$(VERSION)\" \
              -DATTNBENCH_SUITE_DIR=\"$(CURDIR)/bench/suites\"
 NVFLAGS   += -std=c++17 -O3 -g -lineinfo $(GENCODE) -Xcompiler -Wall \
              --expt-relaxed-constexpr -DATTNBENCH_VERSION=\"$(VERSION)\"
-LDLIBS    += -lcublas -lcuda -lm
+LDLIBS    += -lcublas -lcuda -lgomp -lm
 
 HOST_SRC  := $(wildcard harness/*.c reference/*.c kernels/*.c bench/cmd_*.c) bench/usage.c
 CU_SRC    := $(wildcard harness/*.cu kernels/*.cu)

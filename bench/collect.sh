@@ -26,9 +26,11 @@ step() { # name, command...
 for s in "$@"; do
     case $s in
     peak) step peak "$bin" peak ;;
-    verify-quick) step verify-quick "$bin" verify --suite quick --out "$out/verify-quick.csv" ;;
-    verify-full) step verify-full "$bin" verify --suite full --out "$out/verify-full.csv" ;;
-    sanitize) step sanitize make sanitize ;;
+    verify-quick) step verify-quick "$bin" verify --suite quick ;;
+    verify-full) step verify-full "$bin" verify --suite full ;;
+    sanitize)
+        step memcheck compute-sanitizer --tool memcheck --error-exitcode 1 "$bin" verify --suite quick
+        step racecheck compute-sanitizer --tool racecheck --error-exitcode 1 "$bin" verify --suite quick ;;
     *) step "$s" "$bin" sweep --suite "$s" --verify --out "$out/$s.csv" ;;
     esac
 done

@@ -172,12 +172,7 @@ static cudaError_t verify_output(const problem_t *p, const attn_args_t *a,
     long rows = (long)problem_streams(p) * p->heads;
     size_t n = (size_t)rows * d;
     float *got = malloc(n * sizeof *got);
-    double *want = malloc((size_t)d * sizeof *want);
-    if (!got || !want) {
-        free(got);
-        free(want);
-        return cudaErrorMemoryAllocation;
-    }
+    if (!got) return cudaErrorMemoryAllocation;
     cudaError_t e = download_as_float(a->out, (int64_t)n, p->dtype, got);
     if (e == cudaSuccess) {
         ref_source_t src = {0};
@@ -189,14 +184,25 @@ static cudaError_t verify_output(const problem_t *p, const attn_args_t *a,
         long check = (long)(VERIFY_MAC_BUDGET / per_row);
         if (check < VERIFY_MIN_ROWS) check = VERIFY_MIN_ROWS;
         if (check > rows) check = rows;
-        err_acc_t acc = {0};
-        for (long i = 0; i < check; ++i) {
-            long at = i;
-            if (check < rows) /* first, last, then random rows */
-                at = i == 0 ? 0 : i == 1 ? rows - 1 : (long)(splitmix64(seed + i) % rows);
-            reference_row(&src, (int)(at / p->heads), (int)(at % p->heads), want);
-            err_add(&acc, want, got + (size_t)at * d, d);
+        /* rows are independent: the reference of each runs on its own core */
+        long *at = malloc((size_t)check * sizeof *at);
+        double *want = malloc((size_t)check * d * sizeof *want);
+        if (!at || !want) {
+            free(at);
+            free(want);
+            free(got);
+            return cudaErrorMemoryAllocation;
         }
+        for (long i = 0; i < check; ++i) /* all rows, or first, last, then random ones */
+            at[i] = check == rows ? i
+                  : i == 0 ? 0 : i == 1 ? rows - 1 : (long)(splitmix64(seed + i) % rows);
+#pragma omp parallel for schedule(dynamic)
+        for (long i = 0; i < check; ++i)
+            reference_row(&src, (int)(at[i] / p->heads), (int)(at[i] % p->heads), want + i * d);
+        err_acc_t acc = {0};
+        for (long i = 0; i < check; ++i) err_add(&acc, want + i * d, got + (size_t)at[i] * d, d);
+        free(at);
+        free(want);
         row->rel_err = err_rel(&acc);
         row->max_abs_err = acc.max_abs;
         int ok = acc.nonfinite == 0 && row->rel_err <= tolerance_for(p->dtype);
@@ -204,7 +210,6 @@ static cudaError_t verify_output(const problem_t *p, const attn_args_t *a,
         if (!ok) snprintf(row->status, sizeof row->status, "%s", "mismatch");
     }
     free(got);
-    free(want);
     return e;
 }
 

@@ -663,9 +663,11 @@ __global__ void __launch_bounds__(ATTN_THREADS, ATTN_CC_MINB) attn_cc_kernel(con
 
 /* ---------------------------------------------------------------- merge */
 
-/* One warp per (stream, query head) row: folds its nslots partials with lse_merge
- * (each lane merges the dims it owns; m and l are merged redundantly per lane) and
- * writes the normalised output. */
+/* One warp per (stream, query head) row: folds its nslots partials and writes the
+ * normalised output. Two passes so that the loads do not wait on each other: the
+ * lanes first find the largest max and the weighted sum over the slots, then every
+ * slot's accumulator is added with its weight exp(m_s - M) (what lse_merge does
+ * pairwise, folded into one sum). */
 template <typename T>
 __global__ void __launch_bounds__(128) attn_merge_kernel(const float *ws_acc, const float2 *ws_ml, T *out,
                                                          int64_t rows, int nslots, int d)
@@ -673,22 +675,36 @@ __global__ void __launch_bounds__(128) attn_merge_kernel(const float *ws_acc, co
     const int lane = threadIdx.x & 31;
     const int64_t row = (int64_t)blockIdx.x * 4 + (threadIdx.x >> 5);
     if (row >= rows) return;
+    const float2 *ml = ws_ml + row * nslots;
+    float M = -INFINITY;
+    for (int s = lane; s < nslots; s += 32) M = fmaxf(M, __ldcg(&ml[s].x));
+#pragma unroll
+    for (int o = 16; o > 0; o >>= 1) M = fmaxf(M, __shfl_xor_sync(0xffffffffu, M, o));
+    float L = 0.f;
+    for (int s = lane; s < nslots; s += 32) {
+        float2 v = __ldcg(&ml[s]);
+        if (v.x != -INFINITY) L += v.y * expf(v.x - M);
+    }
+#pragma unroll
+    for (int o = 16; o > 0; o >>= 1) L += __shfl_xor_sync(0xffffffffu, L, o);
     enum { VPL = 8 };
-    float m = -INFINITY, l = 0.f, acc[VPL];
+    float acc[VPL];
 #pragma unroll
     for (int i = 0; i < VPL; ++i) acc[i] = 0.f;
-    for (int s = 0; s < nslots; ++s) {
-        const int64_t slot = row * nslots + s;
-        const float2 ml = ws_ml[slot];
-        float part[VPL];
+    if (M != -INFINITY) {
+#pragma unroll 4
+        for (int s = 0; s < nslots; ++s) {
+            const float m = __ldcg(&ml[s].x);
+            const float w = m == -INFINITY ? 0.f : expf(m - M);
+            const float *part = ws_acc + (row * nslots + s) * d;
 #pragma unroll
-        for (int i = 0; i < VPL; ++i) {
-            int x = lane + 32 * i;
-            part[i] = x < d ? ws_acc[slot * d + x] : 0.f;
+            for (int i = 0; i < VPL; ++i) {
+                int x = lane + 32 * i;
+                if (x < d) acc[i] += w * __ldcg(part + x);
+            }
         }
-        lse_merge(&m, &l, acc, ml.x, ml.y, part, VPL);
     }
-    const float inv = l > 0.f ? 1.f / l : 0.f;
+    const float inv = L > 0.f ? 1.f / L : 0.f;
 #pragma unroll
     for (int i = 0; i < VPL; ++i) {
         int x = lane + 32 * i;
