@@ -15,10 +15,10 @@ VERSION   := $(shell git describe --always --dirty --abbrev=12 2>/dev/null || ec
 
 GENCODE   ?= -gencode=arch=compute_90a,code=sm_90a -gencode=arch=compute_90,code=compute_90
 CFLAGS    += -std=c11 -O2 -g -fopenmp -Wall -Wextra -Werror=implicit-function-declaration \
-             -D_POSIX_C_SOURCE=200809L -I$(CUDA_HOME)/include -DATTNBENCH_VERSION=\"$(VERSION)\" \
+             -D_POSIX_C_SOURCE=200809L -I$(CUDA_HOME)/include \
              -DATTNBENCH_SUITE_DIR=\"$(CURDIR)/bench/suites\"
 NVFLAGS   += -std=c++17 -O3 -g -lineinfo $(GENCODE) -Xcompiler -Wall \
-             --expt-relaxed-constexpr -DATTNBENCH_VERSION=\"$(VERSION)\"
+             --expt-relaxed-constexpr
 LDLIBS    += -lcublas -lcuda -lgomp -lm
 
 HOST_SRC  := $(wildcard harness/*.c reference/*.c kernels/*.c bench/cmd_*.c) bench/usage.c
@@ -28,7 +28,7 @@ LIB       := $(BUILD)/libattnbench.a
 TEST_SRC  := $(wildcard tests/test_*.c)
 TEST_BIN  := $(TEST_SRC:tests/%.c=$(BUILD)/tests/%)
 
-.PHONY: all test cpu-test gpu-verify quick sanitize plots ncu nsys ci-gpu clean
+.PHONY: FORCE all test cpu-test gpu-verify quick sanitize plots ncu nsys ci-gpu clean
 all: $(BUILD)/attnbench
 
 $(BUILD)/%.o: %.c
@@ -40,12 +40,21 @@ $(BUILD)/%.o: %.cu
 $(LIB): $(OBJ)
 	@rm -f $@
 	ar rcs $@ $^
-$(BUILD)/attnbench: $(BUILD)/bench/main.o $(LIB)
+# The revision the binary is built from; rewritten only when it changes, so that a
+# commit relinks the binary without rebuilding anything else.
+$(BUILD)/version.c: FORCE
+	@mkdir -p $(BUILD)
+	@echo 'const char attnbench_version[] = "$(VERSION)";' > $@.new
+	@cmp -s $@.new $@ && rm $@.new || mv $@.new $@
+$(BUILD)/version.o: $(BUILD)/version.c
+	$(CC) -c $< -o $@
+FORCE:
+$(BUILD)/attnbench: $(BUILD)/bench/main.o $(BUILD)/version.o $(LIB)
 	$(NVCC) $(GENCODE) -o $@ $^ $(LDLIBS)
-$(BUILD)/tests/%: tests/%.c $(LIB)
+$(BUILD)/tests/%: tests/%.c $(LIB) $(BUILD)/version.o
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -Itests -o $@.o -c $<
-	$(NVCC) $(GENCODE) -o $@ $@.o $(LIB) $(LDLIBS) -lcmocka
+	$(NVCC) $(GENCODE) -o $@ $@.o $(BUILD)/version.o $(LIB) $(LDLIBS) -lcmocka
 
 # The CPU tests (cmocka binaries, then the shell tests of the command line), then,
 # where a GPU is usable, the quick GPU verification.

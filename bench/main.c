@@ -4,9 +4,8 @@
 #include "commands.h"
 #include "usage.h"
 
-#ifndef ATTNBENCH_VERSION
-#define ATTNBENCH_VERSION "unknown"
-#endif
+/* the source revision, written by the Makefile into build/version.c */
+extern const char attnbench_version[];
 
 static const struct {
     const char *name;
@@ -27,7 +26,7 @@ int main(int argc, char **argv)
         return 0;
     }
     if (!strcmp(argv[1], "--version")) {
-        printf("attnbench %s\n", ATTNBENCH_VERSION);
+        printf("attnbench %s\n", attnbench_version);
         return 0;
     }
     for (size_t i = 0; i < sizeof commands / sizeof commands[0]; ++i)

@@ -14,9 +14,8 @@
 #include "../kernels/logical_data.h"
 #include "../reference/reference.h"
 
-#ifndef ATTNBENCH_VERSION
-#define ATTNBENCH_VERSION "unknown"
-#endif
+/* the source revision, written by the Makefile into build/version.c */
+extern const char attnbench_version[];
 
 /* Verification checks every (stream, head) row while that costs at most this many
  * double-precision multiply-adds, else a random sample of rows (never fewer than
@@ -114,7 +113,7 @@ void runner_describe_row(const runner_t *r, const problem_t *p, const attn_kerne
     snprintf(row->ran, sizeof row->ran, "%s", runs ? runs->name : k->name);
     snprintf(row->status, sizeof row->status, "%s", "ok");
     snprintf(row->verified, sizeof row->verified, "%s", "skip");
-    snprintf(row->version, sizeof row->version, "%s", ATTNBENCH_VERSION);
+    snprintf(row->version, sizeof row->version, "%s", attnbench_version);
     snprintf(row->model, sizeof row->model, "%s", p->model ? p->model : "");
     row->layers = p->layers;
     row_args(p, k, row->args, sizeof row->args);
