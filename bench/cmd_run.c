@@ -5,6 +5,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
 #include "commands.h"
 #include "../harness/csv.h"
 #include "../harness/options.h"
@@ -52,48 +54,165 @@ static void done_free(done_rows_t *d)
     free(d->keys);
 }
 
-typedef struct session {
-    runner_t runner;
-    FILE *csv;
-    done_rows_t done;
-    int rows, failed, skipped;
-} session_t;
+/* One (configuration, kernel) to run. */
+typedef struct job {
+    problem_t problem;
+    const attn_kernel_t *kernel;
+} job_t;
 
-/* One sub-grid with its kernels: every (configuration, kernel) row. */
-static int run_entry(session_t *s, command_t cmd, const grid_t *grid, const char *const *kernels,
-                     int n_kernels)
+/* What the GPU process tells the parent about one job. */
+typedef struct job_report {
+    int job;
+    int skipped; /* already in the CSV (--resume) */
+    result_row_t row;
+} job_report_t;
+
+/* Exit status of a GPU process whose CUDA context a sticky error broke. */
+#define CHILD_BROKEN 3
+
+/* The GPU side, in a child process: a sticky CUDA error (an illegal address in one
+ * kernel) poisons the whole process, so the jobs run where the parent can restart
+ * them past the faulty one. Reports each finished job through fd. */
+static void gpu_process(int fd, command_t cmd, const options_t *o, const job_t *jobs, int n,
+                        int start, const done_rows_t *done)
 {
-    problem_t *problems = NULL;
-    int n = 0;
-    char msg[256];
-    if (grid_expand(grid, &problems, &n, msg, sizeof msg) != 0) {
-        fprintf(stderr, "attnbench: %s\n", msg);
-        return 2;
+    timing_opts_t timing = {.warmup = o->warmup, .iters = o->iters, .min_time_s = o->min_time_s,
+                            .hot = o->hot, .graph = o->graph, .profile = o->profile};
+    runner_t runner;
+    int verify = cmd == CMD_VERIFY || o->verify;
+    uint64_t seed = o->seed ? o->seed + (uint64_t)start : 0;
+    if (runner_open(&runner, &timing, verify, cmd != CMD_VERIFY, seed) != 0) _exit(1);
+    if (start == 0) {
+        if (cmd != CMD_VERIFY)
+            printf("# %s: read %.0f GB/s, fp16 tensor cores %.0f TFLOP/s (measured)\n",
+                   runner.dev.name, runner.dev.peak_read_gbps, runner.dev.peak_tc_tflops);
+        runner_print_header(stdout);
     }
-    for (int i = 0; i < n; ++i) {
-        for (int j = 0; j < n_kernels; ++j) {
-            const attn_kernel_t *k = attn_kernel_find(kernels[j]);
-            result_row_t row;
-            if (s->done.n) {
-                char key[1024];
-                runner_describe_row(&s->runner, &problems[i], k, &row);
-                csv_row_key(&row, key, sizeof key);
-                if (done_has(&s->done, key)) {
-                    s->skipped++;
-                    continue;
-                }
-            }
-            /* verify lists what a kernel cannot run instead of failing on it */
-            runner_row(&s->runner, &problems[i], k, &row);
-            if (cmd == CMD_VERIFY && !strcmp(row.status, "ok") && strcmp(row.verified, "yes"))
-                snprintf(row.status, sizeof row.status, "%s", "mismatch");
-            runner_print_row(stdout, &row);
-            if (s->csv) csv_write_row(s->csv, &row);
-            s->rows++;
-            s->failed += row_failed(&row);
+    fflush(stdout);
+    for (int i = start; i < n; ++i) {
+        job_report_t rep;
+        memset(&rep, 0, sizeof rep);
+        rep.job = i;
+        if (done->n) {
+            char key[1024];
+            runner_describe_row(&runner, &jobs[i].problem, jobs[i].kernel, &rep.row);
+            csv_row_key(&rep.row, key, sizeof key);
+            rep.skipped = done_has(done, key);
         }
+        if (!rep.skipped) runner_row(&runner, &jobs[i].problem, jobs[i].kernel, &rep.row);
+        if (write(fd, &rep, sizeof rep) != (ssize_t)sizeof rep) _exit(1);
+        if (runner.broken) _exit(CHILD_BROKEN);
     }
-    free(problems);
+    runner_close(&runner);
+    fflush(stdout);
+    _exit(0);
+}
+
+typedef struct tally {
+    int rows, failed, skipped;
+} tally_t;
+
+static void record(FILE *csv, command_t cmd, result_row_t *row, tally_t *t)
+{
+    /* verify counts a row it could not check as a failure */
+    if (cmd == CMD_VERIFY && !strcmp(row->status, "ok") && strcmp(row->verified, "yes"))
+        snprintf(row->status, sizeof row->status, "%s", "mismatch");
+    runner_print_row(stdout, row);
+    if (csv) csv_write_row(csv, row);
+    t->rows++;
+    t->failed += row_failed(row);
+}
+
+/* Runs every job in GPU processes, starting a new one past any job that broke the
+ * last. Returns 0, or 1 when no GPU process could start at all. */
+static int run_jobs(command_t cmd, const options_t *o, const job_t *jobs, int n, FILE *csv,
+                    const done_rows_t *done, tally_t *t)
+{
+    int next = 0;
+    char gpu[32] = "";
+    while (next < n) {
+        int fds[2];
+        if (pipe(fds) != 0) {
+            perror("attnbench: pipe");
+            return 1;
+        }
+        fflush(stdout);
+        fflush(stderr);
+        pid_t pid = fork();
+        if (pid < 0) {
+            perror("attnbench: fork");
+            return 1;
+        }
+        if (pid == 0) {
+            close(fds[0]);
+            gpu_process(fds[1], cmd, o, jobs, n, next, done);
+        }
+        close(fds[1]);
+        int reports = 0;
+        job_report_t rep;
+        while (read(fds[0], &rep, sizeof rep) == (ssize_t)sizeof rep) {
+            reports++;
+            next = rep.job + 1;
+            snprintf(gpu, sizeof gpu, "%s", rep.row.gpu);
+            if (rep.skipped) t->skipped++;
+            else record(csv, cmd, &rep.row, t);
+        }
+        close(fds[0]);
+        int status = 0;
+        waitpid(pid, &status, 0);
+        if (WIFEXITED(status) && WEXITSTATUS(status) == 0) break;
+        if (WIFEXITED(status) && WEXITSTATUS(status) == CHILD_BROKEN) continue;
+        if (!reports && WIFEXITED(status)) return 1; /* no GPU, or it could not be set up */
+        /* the process died inside job `next`: that job is an error row */
+        runner_t none;
+        memset(&none, 0, sizeof none);
+        snprintf(none.dev.gpu, sizeof none.dev.gpu, "%s", gpu);
+        result_row_t row;
+        runner_describe_row(&none, &jobs[next].problem, jobs[next].kernel, &row);
+        snprintf(row.status, sizeof row.status, "%s", "error");
+        fprintf(stderr, "attnbench: %s: the process running it died (%s %d)\n", row.args,
+                WIFSIGNALED(status) ? "signal" : "exit status",
+                WIFSIGNALED(status) ? WTERMSIG(status) : WEXITSTATUS(status));
+        record(csv, cmd, &row, t);
+        next++;
+    }
+    return 0;
+}
+
+/* Every (configuration, kernel) of every suite entry, in order. */
+static int expand_jobs(const suite_entry_t *entries, int n_entries, job_t **jobs, int *n)
+{
+    *jobs = NULL;
+    *n = 0;
+    int cap = 0;
+    char msg[256];
+    for (int e = 0; e < n_entries; ++e) {
+        problem_t *problems = NULL;
+        int np = 0;
+        if (grid_expand(&entries[e].grid, &problems, &np, msg, sizeof msg) != 0) {
+            fprintf(stderr, "attnbench: %s\n", msg);
+            free(*jobs);
+            return 2;
+        }
+        for (int i = 0; i < np; ++i)
+            for (int k = 0; k < entries[e].n_kernels; ++k) {
+                if (*n == cap) {
+                    cap = cap ? 2 * cap : 256;
+                    job_t *grown = realloc(*jobs, (size_t)cap * sizeof **jobs);
+                    if (!grown) {
+                        free(problems);
+                        free(*jobs);
+                        fprintf(stderr, "attnbench: out of host memory\n");
+                        return 2;
+                    }
+                    *jobs = grown;
+                }
+                (*jobs)[*n].problem = problems[i];
+                (*jobs)[*n].kernel = attn_kernel_find(entries[e].kernels[k]);
+                (*n)++;
+            }
+        free(problems);
+    }
     return 0;
 }
 
@@ -171,42 +290,36 @@ static int run_command(int argc, char **argv, command_t cmd)
         }
     }
 
-    session_t s;
-    memset(&s, 0, sizeof s);
+    job_t *jobs = NULL;
+    int n_jobs = 0;
+    rc = expand_jobs(entries, n_entries, &jobs, &n_jobs);
+    if (entries != &single) free(entries);
+    if (rc) return rc;
+
+    FILE *csv = NULL;
+    done_rows_t done;
+    memset(&done, 0, sizeof done);
     if (o.out) {
-        if (o.resume && done_load(o.out, &s.done) != 0) return 2;
+        if (o.resume && done_load(o.out, &done) != 0) return 2;
         struct stat st;
         int append = (o.resume || cmd == CMD_RUN) && stat(o.out, &st) == 0 && st.st_size > 0;
-        s.csv = fopen(o.out, append ? "a" : "w");
-        if (!s.csv) {
+        csv = fopen(o.out, append ? "a" : "w");
+        if (!csv) {
             fprintf(stderr, "attnbench %s: --out %s: cannot open for writing\n", argv[0], o.out);
             return 2;
         }
-        if (!append) csv_write_header(s.csv);
+        if (!append) csv_write_header(csv);
     }
-
-    timing_opts_t timing = {.warmup = o.warmup, .iters = o.iters, .min_time_s = o.min_time_s,
-                            .hot = o.hot, .graph = o.graph, .profile = o.profile};
-    int verify = cmd == CMD_VERIFY || o.verify;
-    if (runner_open(&s.runner, &timing, verify, cmd != CMD_VERIFY, o.seed) != 0) {
-        if (s.csv) fclose(s.csv);
-        return 1;
-    }
-    if (cmd != CMD_VERIFY)
-        printf("# %s: read %.0f GB/s, fp16 tensor cores %.0f TFLOP/s (measured)\n",
-               s.runner.dev.name, s.runner.dev.peak_read_gbps, s.runner.dev.peak_tc_tflops);
-    runner_print_header(stdout);
-    rc = 0;
-    for (int i = 0; i < n_entries && rc == 0; ++i)
-        rc = run_entry(&s, cmd, &entries[i].grid, entries[i].kernels, entries[i].n_kernels);
-    runner_close(&s.runner);
-    if (s.csv) fclose(s.csv);
-    done_free(&s.done);
-    if (entries != &single) free(entries);
+    tally_t t = {0};
+    rc = run_jobs(cmd, &o, jobs, n_jobs, csv, &done, &t);
+    if (csv) fclose(csv);
+    done_free(&done);
+    free(jobs);
     if (rc) return rc;
-    printf("# %d rows, %d failed%s", s.rows, s.failed, s.skipped ? "" : "\n");
-    if (s.skipped) printf(", %d already in %s\n", s.skipped, o.out);
-    return s.failed ? 1 : 0;
+    printf("# %d rows, %d failed", t.rows, t.failed);
+    if (t.skipped) printf(", %d already in %s", t.skipped, o.out);
+    printf("\n");
+    return t.failed ? 1 : 0;
 }
 
 int cmd_run(int argc, char **argv) { return run_command(argc, argv, CMD_RUN); }

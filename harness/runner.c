@@ -212,17 +212,12 @@ static cudaError_t verify_output(const problem_t *p, const attn_args_t *a,
     return e;
 }
 
-/* After an error: if the context is poisoned (sticky error), rebuild it so the
- * sweep can go on. */
-static void recover(runner_t *r)
+/* After an error: a sticky one (an illegal address, a trap) leaves the CUDA context
+ * unusable for the rest of the process; the caller must start a fresh process. */
+static void check_sticky(runner_t *r)
 {
     cudaGetLastError();
-    if (cudaDeviceSynchronize() == cudaSuccess) return;
-    timer_destroy(r->timer);
-    r->timer = NULL;
-    cudaDeviceReset();
-    if (timer_new(&r->timer, &r->dev) != cudaSuccess)
-        fprintf(stderr, "attnbench: the GPU did not recover from the previous error\n");
+    if (cudaDeviceSynchronize() != cudaSuccess) r->broken = true;
 }
 
 void runner_row(runner_t *r, const problem_t *p, const attn_kernel_t *k, result_row_t *row)
@@ -356,7 +351,7 @@ void runner_row(runner_t *r, const problem_t *p, const attn_kernel_t *k, result_
         problem_describe(p, what, sizeof what);
         fprintf(stderr, "attnbench: %s %s: CUDA error: %s\n", k->name, what, cudaGetErrorString(e));
         snprintf(row->status, sizeof row->status, "%s", "error");
-        recover(r);
+        check_sticky(r);
     }
 }
 

@@ -21,6 +21,7 @@ typedef struct runner {
     bool time;            /* time the kernel (verify alone skips it) */
     uint64_t seed;        /* base seed; each configuration derives its own */
     long rows;            /* configurations run so far: varies the seed */
+    bool broken;          /* a sticky CUDA error: this process can run nothing more */
 } runner_t;
 
 /* Queries the GPU, measures its read bandwidth and tensor-core rate (`peak`) and
@@ -29,7 +30,8 @@ int runner_open(runner_t *r, const timing_opts_t *timing, bool verify, bool time
 void runner_close(runner_t *r);
 
 /* Runs kernel k on problem p and fills row. Never exits: a CUDA error becomes
- * status `error` (the context is rebuilt if the error was sticky). */
+ * status `error`; if it was sticky, r->broken is set and nothing more can run in
+ * this process. */
 void runner_row(runner_t *r, const problem_t *p, const attn_kernel_t *k, result_row_t *row);
 
 /* The row's configuration columns, without running anything (resume keys,

@@ -130,7 +130,10 @@ static attn_io_t bif_io(const problem_t *p, const attn_plan_t *plan)
 {
     attn_io_t io;
     double partials = (double)bif_workspace_bytes(p, plan);
-    io.bytes = io_kv_bytes_unique(p) + io_qo_bytes(p) + 2.0 * partials; /* partials written, read back */
+    /* paged: the per-stream copies of a partly filled last context block are read
+     * by the decode part, stream by stream */
+    double kv = p->cache == CACHE_PAGED ? io_kv_bytes_stored(p) : io_kv_bytes_unique(p);
+    io.bytes = kv + io_qo_bytes(p) + 2.0 * partials; /* partials written, read back */
     io.unique_bytes = io_kv_bytes_unique(p) + io_qo_bytes(p);
     io.flops = io_flops(p);
     return io;

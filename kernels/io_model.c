@@ -17,6 +17,16 @@ double io_kv_bytes_unique(const problem_t *p)
     return ((double)p->batch * p->ctx + (double)problem_streams(p) * p->gen) * kv_row_bytes(p);
 }
 
+double io_kv_bytes_stored(const problem_t *p)
+{
+    if (p->cache != CACHE_PAGED) return io_kv_bytes_replicated(p);
+    /* the full context blocks of a request are one copy its W streams share; a
+     * partly filled last context block is copied per stream */
+    double shared = (double)(p->ctx / p->block_size) * p->block_size;
+    return ((double)p->batch * shared + (double)problem_streams(p) * (problem_keys(p) - shared)) *
+           kv_row_bytes(p);
+}
+
 double io_qo_bytes(const problem_t *p)
 {
     return 2.0 * problem_streams(p) * p->heads * p->head_dim * (double)dtype_size(p->dtype);

@@ -86,6 +86,11 @@ const attn_kernel_t *attn_kernel_find(const char *name);
 /* The byte and FLOP arithmetic every kernel's model is built from. */
 double io_kv_bytes_replicated(const problem_t *p);   /* every stream reads its whole L */
 double io_kv_bytes_unique(const problem_t *p);       /* context once per request */
+/* The K/V the cache holds for the problem's streams: replicated on a contiguous
+ * cache; on a paged one the shared context blocks once per request. A kernel that
+ * reads every stream's keys through the block table moves at least this from
+ * DRAM (the W reads of a shared block beyond the first can come from L2). */
+double io_kv_bytes_stored(const problem_t *p);
 double io_qo_bytes(const problem_t *p);               /* q read, out written */
 double io_flops(const problem_t *p);                  /* 4 * B*W * h * L * d */
 

@@ -36,6 +36,21 @@ static void test_io_model(void **state)
     assert_true(io_kv_bytes_unique(&p) == 2.0 * 8320 * 2 * 8 * 128 * 4);
 }
 
+static void test_io_model_paged(void **state)
+{
+    (void)state;
+    problem_t p = gqa16();
+    double row = 2.0 * 8 * 128 * 2;
+    assert_true(io_kv_bytes_stored(&p) == io_kv_bytes_replicated(&p)); /* contiguous */
+    p.cache = CACHE_PAGED;
+    p.block_size = 64; /* 8192 = 128 full blocks shared, the 128 decoded per stream */
+    assert_true(io_kv_bytes_stored(&p) == (2.0 * 8192 + 32.0 * 128) * row);
+    p.ctx = 8200;      /* 8 context tokens in a partly filled block, copied per stream */
+    assert_true(io_kv_bytes_stored(&p) == (2.0 * 8192 + 32.0 * (8 + 128)) * row);
+    p.ctx = 10;        /* no full block: nothing shared */
+    assert_true(io_kv_bytes_stored(&p) == io_kv_bytes_replicated(&p));
+}
+
 static kv_layout_t contiguous(const problem_t *p) { (void)p; return LAYOUT_CONTIGUOUS; }
 static kv_layout_t paged(const problem_t *p) { (void)p; return LAYOUT_PAGED; }
 static kv_layout_t bifurcated(const problem_t *p) { (void)p; return LAYOUT_BIFURCATED; }
@@ -113,6 +128,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_io_model),
+        cmocka_unit_test(test_io_model_paged),
         cmocka_unit_test(test_memplan_contiguous),
         cmocka_unit_test(test_memplan_shared_layouts_are_smaller),
     };

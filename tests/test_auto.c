@@ -1,0 +1,108 @@
+/* The `auto` kernel's cost model (the bifurcated-attention paper's FAQ 4 switch). */
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <setjmp.h>
+#include <stdio.h>
+#include <string.h>
+#include <cmocka.h>
+#include "../kernels/registry.h"
+
+static device_info_t h100(void)
+{
+    device_info_t d;
+    memset(&d, 0, sizeof d);
+    snprintf(d.gpu, sizeof d.gpu, "h100");
+    d.sm_count = 132;
+    d.smem_per_block_optin = 227 * 1024;
+    d.smem_per_sm = 228 * 1024;
+    d.l2_bytes = 50 << 20;
+    d.peak_read_gbps = 3090;
+    d.peak_tc_tflops = 800;
+    return d;
+}
+
+static const char *picks(problem_t p)
+{
+    device_info_t dev = h100();
+    const attn_kernel_t *k = attn_kernel_find("auto");
+    attn_plan_t plan;
+    memset(&plan, 0, sizeof plan);
+    k->plan(&p, &dev, &plan);
+    assert_non_null(plan.runs);
+    return plan.runs->name;
+}
+
+static problem_t shape(int beam, int kv_heads, int ctx)
+{
+    problem_t p = problem_default();
+    p.beam = beam;
+    p.kv_heads = kv_heads;
+    p.ctx = ctx;
+    return p;
+}
+
+static void test_one_stream_is_fused(void **state)
+{
+    (void)state;
+    /* nothing to share: bifurcation only adds launches */
+    assert_string_equal(picks(shape(1, 32, 8192)), "fused");
+    assert_string_equal(picks(shape(1, 1, 131072)), "fused");
+}
+
+static void test_shared_context_is_bifurcated(void **state)
+{
+    (void)state;
+    /* W streams over one long context: fused reads it W times */
+    assert_string_equal(picks(shape(16, 32, 8192)), "bifurcated");
+    assert_string_equal(picks(shape(256, 8, 32768)), "bifurcated");
+    assert_string_equal(picks(shape(4, 1, 32768)), "bifurcated");
+}
+
+static void test_short_context_long_decode_is_fused(void **state)
+{
+    (void)state;
+    /* the context is a sliver of what each stream reads: the saving does not pay
+     * for the extra launches */
+    problem_t p = shape(2, 32, 16);
+    p.gen = 4096;
+    assert_string_equal(picks(p), "fused");
+}
+
+static void test_plan_follows_the_picked_kernel(void **state)
+{
+    (void)state;
+    device_info_t dev = h100();
+    problem_t p = shape(64, 8, 8192);
+    attn_plan_t a, b;
+    memset(&a, 0, sizeof a);
+    memset(&b, 0, sizeof b);
+    attn_kernel_find("auto")->plan(&p, &dev, &a);
+    attn_kernel_find("bifurcated")->plan(&p, &dev, &b);
+    assert_ptr_equal(a.runs, attn_kernel_find("bifurcated"));
+    assert_int_equal(a.split.splits, b.split.splits);
+    assert_int_equal(a.split.chunk, b.split.chunk);
+    /* its byte model is the picked kernel's: the context once, not W times */
+    attn_io_t io = attn_kernel_find("auto")->io(&p, &a);
+    assert_true(io.bytes < io_kv_bytes_replicated(&p) / 8);
+}
+
+static void test_unsupported_by_bifurcated_falls_back(void **state)
+{
+    (void)state;
+    problem_t p = shape(16, 8, 8192);
+    p.head_dim = 100; /* not a multiple of 8: neither runs it */
+    assert_non_null(attn_kernel_find("auto")->unsupported(&p));
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_one_stream_is_fused),
+        cmocka_unit_test(test_shared_context_is_bifurcated),
+        cmocka_unit_test(test_short_context_long_decode_is_fused),
+        cmocka_unit_test(test_plan_follows_the_picked_kernel),
+        cmocka_unit_test(test_unsupported_by_bifurcated_falls_back),
+    };
+    return cmocka_run_group_tests_name("auto cost model", tests, NULL, NULL);
+}
