@@ -72,15 +72,15 @@ quick: $(BUILD)/attnbench
 	$(BUILD)/attnbench sweep --suite quick --out $(QUICK_CSV)
 
 sanitize: $(BUILD)/attnbench
-	compute-sanitizer --tool memcheck --error-exitcode 1 $(BUILD)/attnbench verify --suite quick
-	compute-sanitizer --tool racecheck --error-exitcode 1 $(BUILD)/attnbench verify --suite quick
+	compute-sanitizer --target-processes all --tool memcheck --error-exitcode 1 $(BUILD)/attnbench verify --suite quick
+	compute-sanitizer --target-processes all --tool racecheck --error-exitcode 1 $(BUILD)/attnbench verify --suite quick
 
 # Profile one configuration: make ncu ARGS="run --kernel fused --beam 16 --ctx 8k"
 # Only the timed launches are captured (--profile brackets them); clocks are left
 # as the GPU runs them (--clock-control none), so the numbers match the sweeps.
 PROFILE_DIR ?= results/profiles
 PROFILE_NAME ?= $(shell echo "$(ARGS)" | tr -c 'a-zA-Z0-9\n' '_' | tr -s _ | cut -c1-80)
-NCU_FLAGS ?= --set full --clock-control none --profile-from-start off
+NCU_FLAGS ?= --set full --clock-control none --profile-from-start off --target-processes all
 NCU_METRICS ?= gpu__time_duration.sum,dram__bytes_read.sum,dram__throughput.avg.pct_of_peak_sustained_elapsed,sm__warps_active.avg.pct_of_peak_sustained_active,launch__grid_size,launch__registers_per_thread
 ncu: $(BUILD)/attnbench
 	@test -n "$(ARGS)" || { echo 'make ncu: set ARGS, e.g. ARGS="run --kernel fused --beam 16"' >&2; exit 2; }

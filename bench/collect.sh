@@ -29,8 +29,8 @@ for s in "$@"; do
     verify-quick) step verify-quick "$bin" verify --suite quick ;;
     verify-full) step verify-full "$bin" verify --suite full ;;
     sanitize)
-        step memcheck compute-sanitizer --tool memcheck --error-exitcode 1 "$bin" verify --suite quick
-        step racecheck compute-sanitizer --tool racecheck --error-exitcode 1 "$bin" verify --suite quick ;;
+        step memcheck compute-sanitizer --target-processes all --tool memcheck --error-exitcode 1 "$bin" verify --suite quick
+        step racecheck compute-sanitizer --target-processes all --tool racecheck --error-exitcode 1 "$bin" verify --suite quick ;;
     *) step "$s" "$bin" sweep --suite "$s" --verify --out "$out/$s.csv" ;;
     esac
 done

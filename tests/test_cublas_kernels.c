@@ -312,6 +312,120 @@ static void test_tables_are_aligned(void **state)
     check_tables(1);
 }
 
+/* The address arithmetic at the suites' largest shapes, without allocating anything:
+ * buffers get fake base addresses 2^44 bytes apart, the pipeline fills its pointer
+ * table for them, and every matrix handed to cuBLAS must lie inside the buffer it
+ * belongs to (column-major extent: (cols - 1) * ld + rows elements) with valid leading
+ * dimensions, and every softmax row inside the logits and P buffers. An int overflow
+ * or a wrong stride in the table shows as a matrix outside its buffer. */
+enum { BUF_Q, BUF_KV, BUF_KV_CTX, BUF_KV_DEC, BUF_OUT, BUF_LOGITS, BUF_PROBS, BUF_QS, BUF_ACC, BUF_COUNT };
+#define FAKE_BUFFER_SPACING ((uintptr_t)1 << 44)
+
+/* The buffers of A, B and C of each GEMM, in pipeline order. */
+static const int plain_operands[][3] = {{BUF_KV, BUF_Q, BUF_LOGITS}, {BUF_KV, BUF_PROBS, BUF_OUT}};
+static const int bif_operands[][3] = {{BUF_KV_CTX, BUF_QS, BUF_LOGITS},
+                                      {BUF_KV_DEC, BUF_QS, BUF_LOGITS},
+                                      {BUF_KV_CTX, BUF_PROBS, BUF_ACC},
+                                      {BUF_KV_DEC, BUF_PROBS, BUF_ACC}};
+
+static void check_extent(const char *what, int gemm, int64_t e, const void *ptr, int buf,
+                         const uint64_t *sizes, int64_t rows, int64_t cols, int64_t ld, size_t es)
+{
+    const uintptr_t base = (uintptr_t)(buf + 1) * FAKE_BUFFER_SPACING, at = (uintptr_t)ptr;
+    if (ld < rows) fail_msg("gemm %d %s: leading dimension %lld < %lld rows", gemm, what, (long long)ld, (long long)rows);
+    const uint64_t end = (uint64_t)((cols - 1) * ld + rows) * es;
+    if (at < base || (at - base) % es != 0 || at - base + end > sizes[buf])
+        fail_msg("gemm %d entry %lld: %s [%llu, +%llu) outside its buffer of %llu bytes", gemm, (long long)e,
+                 what, (unsigned long long)(at - base), (unsigned long long)end, (unsigned long long)sizes[buf]);
+}
+
+static void check_address_arithmetic(const problem_t *p, int bifurcated)
+{
+    const kv_geometry_t geo = geometry(p, bifurcated ? LAYOUT_BIFURCATED : LAYOUT_CONTIGUOUS);
+    const size_t es = dtype_size(p->dtype);
+    const uint64_t streams = (uint64_t)problem_streams(p), kv_row = 2ull * p->kv_heads * p->head_dim;
+    const int64_t rows = (int64_t)streams * p->heads;
+    cublas_pipeline_t pl;
+    if (bifurcated) cublas_bifurcated_pipeline(p, &geo, NULL, &pl, NULL);
+    else cublas_plain_pipeline(p, &geo, NULL, &pl, NULL);
+
+    uint64_t sizes[BUF_COUNT] = {0};
+    sizes[BUF_Q] = sizes[BUF_OUT] = (uint64_t)rows * p->head_dim * es;
+    sizes[BUF_KV] = streams * (uint64_t)problem_keys(p) * kv_row * es;
+    sizes[BUF_KV_CTX] = (uint64_t)p->batch * p->ctx * kv_row * es;
+    sizes[BUF_KV_DEC] = streams * (uint64_t)p->gen * kv_row * es;
+    sizes[BUF_LOGITS] = pl.logits_bytes;
+    sizes[BUF_PROBS] = pl.probs_bytes;
+    sizes[BUF_QS] = pl.q_staged_bytes;
+    sizes[BUF_ACC] = pl.acc_bytes;
+    for (int i = 0; i < BUF_COUNT; ++i) assert_true(sizes[i] < FAKE_BUFFER_SPACING);
+#define FAKE(buf) ((void *)((uintptr_t)((buf) + 1) * FAKE_BUFFER_SPACING))
+    cublas_buffers_t b = {FAKE(BUF_Q), FAKE(BUF_KV), FAKE(BUF_KV_CTX), FAKE(BUF_KV_DEC), FAKE(BUF_OUT),
+                          FAKE(BUF_LOGITS), FAKE(BUF_PROBS), FAKE(BUF_QS), FAKE(BUF_ACC)};
+#undef FAKE
+    const void **table = calloc(pl.table_entries, sizeof *table);
+    assert_non_null(table);
+    if (bifurcated) cublas_bifurcated_pipeline(p, &geo, &b, &pl, table);
+    else cublas_plain_pipeline(p, &geo, &b, &pl, table);
+
+    /* The softmax rows: both segments inside a row of ld, all rows inside the buffers,
+     * and a grid of one CTA (or an eighth of one) per row. */
+    const softmax_rows_t *s = &pl.softmax;
+    assert_int_equal(s->rows, rows);
+    assert_true(s->n0 >= 1 && s->n0 + s->n1 == problem_keys(p));
+    assert_true(s->n1 == 0 || (s->off1 >= s->n0 && s->off1 + s->n1 <= s->ld));
+    assert_true(s->n0 <= s->ld);
+    assert_true((uint64_t)rows * s->ld * sizeof(float) <= pl.logits_bytes);
+    assert_true((uint64_t)rows * s->ld * es <= pl.probs_bytes);
+    assert_true(rows <= 0x7fffffff);
+
+    const int (*operands)[3] = bifurcated ? bif_operands : plain_operands;
+    assert_int_equal(pl.gemms, bifurcated ? 4 : 2);
+    for (int i = 0; i < pl.gemms; ++i) {
+        const gemm_batch_t *gb = &pl.gemm[i];
+        assert_true(gb->m >= 1 && gb->n >= 1 && gb->k >= 1 && gb->batch >= 1);
+        assert_true(gb->table + 3 * (size_t)gb->batch <= pl.table_entries);
+        /* an ld that is the padded row length must be it exactly, not truncated */
+        if (operands[i][2] == BUF_LOGITS) assert_int_equal(gb->ldc, s->ld);
+        if (operands[i][1] == BUF_PROBS) assert_int_equal(gb->ldb, s->ld);
+        const size_t c_es = gb->c_fp32 ? sizeof(float) : es;
+        for (int64_t e = 0; e < gb->batch; ++e) {
+            const void *A = table[gb->table + e], *B = table[gb->table + gb->batch + e];
+            const void *C = table[gb->table + 2 * (size_t)gb->batch + e];
+            check_extent("A", i, e, A, operands[i][0], sizes, gb->transa ? gb->k : gb->m,
+                         gb->transa ? gb->m : gb->k, gb->lda, es);
+            check_extent("B", i, e, B, operands[i][1], sizes, gb->k, gb->n, gb->ldb, es);
+            check_extent("C", i, e, C, operands[i][2], sizes, gb->m, gb->n, gb->ldc, c_es);
+        }
+    }
+    if (bifurcated) { /* the staging map covers exactly the rows */
+        assert_int_equal(cublas_bif_staged_row(0, 0, p->beam, p->kv_heads, problem_group(p)), 0);
+        assert_int_equal(cublas_bif_staged_row(problem_streams(p) - 1, p->heads - 1, p->beam, p->kv_heads,
+                                               problem_group(p)), rows - 1);
+    }
+    free(table);
+}
+
+static void test_address_arithmetic_at_large_shapes(void **state)
+{
+    (void)state;
+    /* B, W, h, g, ctx, gen: the verify-full shape that crashed on an H100 (and its W16
+     * twin), then the largest shapes of the suites and beyond: W up to 2048, contexts up
+     * to 128k, h up to 64, g from 1 to 64, more batch entries than one cuBLAS call takes. */
+    static const int shapes[][6] = {
+        {1, 64, 32, 32, 32767, 129}, {1, 16, 32, 32, 32767, 129}, {1, 64, 32, 1, 32767, 129},
+        {1, 1024, 32, 8, 1000, 2},   {2, 4, 32, 8, 131071, 33},    {1, 1024, 32, 1, 32768, 128},
+        {1, 2048, 32, 32, 32768, 128}, {2, 1024, 64, 64, 131072, 129}, {2, 1024, 64, 1, 131072, 129},
+    };
+    for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; ++i) {
+        problem_t p = small_problem(shapes[i][0], shapes[i][1], shapes[i][2], shapes[i][3], 128,
+                                    shapes[i][4], shapes[i][5]);
+        p.dtype = DTYPE_FP16;
+        check_address_arithmetic(&p, 0);
+        check_address_arithmetic(&p, 1);
+    }
+}
+
 static void test_support_rules(void **state)
 {
     (void)state;
@@ -413,6 +527,7 @@ int main(void)
         cmocka_unit_test(test_bifurcated_pipeline_matches_attention),
         cmocka_unit_test(test_emulation_detects_a_wrong_table),
         cmocka_unit_test(test_tables_are_aligned),
+        cmocka_unit_test(test_address_arithmetic_at_large_shapes),
         cmocka_unit_test(test_support_rules),
         cmocka_unit_test(test_plan_and_workspace),
         cmocka_unit_test(test_private_bytes),
