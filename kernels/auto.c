@@ -1,34 +1,56 @@
 /* `auto`: the workload-based switch of the bifurcated-attention paper's FAQ 4.
  *
- * Both candidates are memory-bound, so the cost model is the time to move each one's
- * bytes at the measured read bandwidth plus a fixed cost per extra launch:
- *   fused:       every stream reads its whole L (the context replicated W times);
- *   bifurcated:  the context once per request, decoded K/V per stream, but a second
- *                kernel and a merge of partial results.
- * Bifurcation wins as soon as the context traffic it saves, (W - 1) * B * m_c rows
- * of K/V, outweighs its fixed cost; with W = 1 it saves nothing. The FLOPs of both
- * are equal, and on tensor cores they stay under the memory time for W*p up to
- * the low thousands, so they only enter as a floor. */
+ * The model predicts each candidate's time from the bytes and FLOPs its own io()
+ * reports, against the peaks `peak` measured on this GPU:
+ *   fused:       a fixed cost, then the larger of its memory time (every stream reads
+ *                its whole L) and its tensor-core time;
+ *   bifurcated:  a larger fixed cost (a context launch, a decode launch, a merge),
+ *                then its memory time (the context once per request) plus its
+ *                tensor-core time, which it does not overlap as well.
+ * The constants were fitted on the sweeps in results/h200/ (bifurcated.csv and
+ * core.csv, 64 paired rows): the model picks the faster kernel, or one within 5% of
+ * it, on 62 of them. Bifurcation wins once the context traffic it saves,
+ * (W - 1) * B * m_c rows of K/V, outweighs its fixed cost; with W = 1 it saves
+ * nothing and is never picked. */
 #include <stddef.h>
-#include "registry.h"
+#include "auto.h"
 
 extern const attn_kernel_t kernel_fused;
 extern const attn_kernel_t kernel_bifurcated;
 
-/* What one extra dependent launch costs on the timeline (launch gap and tail of
- * the previous grid), in microseconds. */
-#define EXTRA_LAUNCH_US 4.0
-/* Bandwidth assumed when `peak` has not been measured (planning only). */
+#define FUSED_FIXED_US 15.0
+#define FUSED_TC_EFFICIENCY 0.15      /* of the measured fp16 GEMM rate */
+#define BIFURCATED_FIXED_US 30.0
+#define BIFURCATED_TC_EFFICIENCY 0.30
+/* Peaks assumed when `peak` has not been measured (planning only). */
 #define DEFAULT_READ_GBPS 3000.0
+#define DEFAULT_TC_TFLOPS 800.0
 
-static double predicted_us(const attn_kernel_t *k, const problem_t *p, const attn_plan_t *plan,
-                           const device_info_t *dev, int launches)
+static void model_terms(const attn_kernel_t *k, const problem_t *p, const attn_plan_t *plan,
+                        const device_info_t *dev, double tc_efficiency, double *t_bytes,
+                        double *t_flops)
 {
     attn_io_t io = k->io(p, plan);
     double gbps = dev->peak_read_gbps > 0 ? dev->peak_read_gbps : DEFAULT_READ_GBPS;
-    double t_bytes = io.bytes / (gbps * 1e3);
-    double t_flops = dev->peak_tc_tflops > 0 ? io.flops / (dev->peak_tc_tflops * 1e6) : 0.0;
-    return (t_bytes > t_flops ? t_bytes : t_flops) + EXTRA_LAUNCH_US * (launches - 1);
+    double tflops = dev->peak_tc_tflops > 0 ? dev->peak_tc_tflops : DEFAULT_TC_TFLOPS;
+    *t_bytes = io.bytes / (gbps * 1e3);
+    *t_flops = io.flops / (tflops * tc_efficiency * 1e6);
+}
+
+/* Predicted microseconds of one step of `fused` and of `bifurcated`. */
+double auto_predict_fused_us(const problem_t *p, const attn_plan_t *plan, const device_info_t *dev)
+{
+    double tb, tf;
+    model_terms(&kernel_fused, p, plan, dev, FUSED_TC_EFFICIENCY, &tb, &tf);
+    return FUSED_FIXED_US + (tb > tf ? tb : tf);
+}
+
+double auto_predict_bifurcated_us(const problem_t *p, const attn_plan_t *plan,
+                                  const device_info_t *dev)
+{
+    double tb, tf;
+    model_terms(&kernel_bifurcated, p, plan, dev, BIFURCATED_TC_EFFICIENCY, &tb, &tf);
+    return BIFURCATED_FIXED_US + tb + tf;
 }
 
 static const char *auto_unsupported(const problem_t *p)
@@ -51,9 +73,7 @@ static void auto_plan(const problem_t *p, const device_info_t *dev, attn_plan_t 
     if (p->beam < 2 || kernel_bifurcated.unsupported(p)) return;
     kernel_bifurcated.plan(p, dev, &bif);
     bif.runs = &kernel_bifurcated;
-    int fused_launches = fused.split.splits > 1 ? 2 : 1;
-    if (predicted_us(&kernel_bifurcated, p, &bif, dev, 3) <
-        predicted_us(&kernel_fused, p, &fused, dev, fused_launches))
+    if (auto_predict_bifurcated_us(p, &bif, dev) < auto_predict_fused_us(p, &fused, dev))
         *plan = bif;
 }
 

@@ -152,13 +152,15 @@ static void fused_plan(const problem_t *p, const device_info_t *dev, attn_plan_t
 {
     plan->runs = &kernel_fused;
     long items = (long)problem_streams(p) * p->kv_heads * fused_row_tiles(p);
-    /* The planner fills one CTA per SM, not every CTA slot the SM has: one CTA's
-     * cp.async pipeline keeps enough loads in flight to take its SM's share of
-     * HBM bandwidth, so more resident CTAs only add splits, partials to merge and
-     * pipeline ramps. Measured on the H100 (results/h100/multiblock.csv), the split
-     * counts this picks are the fastest or within noise of it on most rows, where
-     * filling every slot (two per SM) was 4-9% slower on short rows. */
-    plan->split = attn_split(p, dev, items, problem_keys(p), 1);
+    /* The planner fills one CTA per SM for tiles of up to 16 query rows: one CTA's
+     * cp.async pipeline keeps enough loads in flight to take its SM's share of HBM
+     * bandwidth, and more resident CTAs only add splits, partials to merge and
+     * pipeline ramps (measured on H100 and H200, results/<gpu>/multiblock.csv: this
+     * picks the fastest split count or one within noise of it). Tiles of 32 rows
+     * (groups of more than 16 heads, MQA) do twice the tensor-core and softmax work
+     * per byte; a second resident CTA hides that latency (results/<gpu>/core.csv,
+     * g = 1 rows), so they plan with two per SM. */
+    plan->split = attn_split(p, dev, items, problem_keys(p), attn_keysplit_mt(p) > 1 ? 2 : 1);
     plan->variant = attn_tc_path(p) ? 1 : 0; /* 1: tensor-core body, 0: CUDA-core body */
 }
 

@@ -6,7 +6,9 @@
 #include <stdio.h>
 #include <string.h>
 #include <cmocka.h>
+#include <math.h>
 #include "../kernels/registry.h"
+#include "../kernels/auto.h"
 
 static device_info_t h100(void)
 {
@@ -56,7 +58,32 @@ static void test_shared_context_is_bifurcated(void **state)
     /* W streams over one long context: fused reads it W times */
     assert_string_equal(picks(shape(16, 32, 8192)), "bifurcated");
     assert_string_equal(picks(shape(256, 8, 32768)), "bifurcated");
-    assert_string_equal(picks(shape(4, 1, 32768)), "bifurcated");
+    assert_string_equal(picks(shape(16, 1, 32768)), "bifurcated");
+}
+
+static void test_few_streams_of_mqa_stay_fused(void **state)
+{
+    (void)state;
+    /* MQA's context is small: its saving does not cover bifurcation's fixed cost */
+    assert_string_equal(picks(shape(4, 1, 32768)), "fused");
+    assert_string_equal(picks(shape(2, 8, 8192)), "fused");
+}
+
+static void test_model_terms(void **state)
+{
+    (void)state;
+    device_info_t dev = h100();
+    problem_t p = shape(64, 8, 8192);
+    attn_plan_t f, b;
+    memset(&f, 0, sizeof f);
+    memset(&b, 0, sizeof b);
+    attn_kernel_find("fused")->plan(&p, &dev, &f);
+    attn_kernel_find("bifurcated")->plan(&p, &dev, &b);
+    /* fused: memory-bound here, so fixed cost + bytes at the measured bandwidth */
+    double bytes = attn_kernel_find("fused")->io(&p, &f).bytes;
+    assert_true(fabs(auto_predict_fused_us(&p, &f, &dev) - (15.0 + bytes / 3090e3)) < 1e-6);
+    /* bifurcated moves W times less context: far cheaper at W = 64 */
+    assert_true(auto_predict_bifurcated_us(&p, &b, &dev) < auto_predict_fused_us(&p, &f, &dev) / 4);
 }
 
 static void test_short_context_long_decode_is_fused(void **state)
@@ -101,6 +128,8 @@ int main(void)
         cmocka_unit_test(test_one_stream_is_fused),
         cmocka_unit_test(test_shared_context_is_bifurcated),
         cmocka_unit_test(test_short_context_long_decode_is_fused),
+        cmocka_unit_test(test_few_streams_of_mqa_stay_fused),
+        cmocka_unit_test(test_model_terms),
         cmocka_unit_test(test_plan_follows_the_picked_kernel),
         cmocka_unit_test(test_unsupported_by_bifurcated_falls_back),
     };
