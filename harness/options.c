@@ -287,7 +287,7 @@ static int apply_option(const opt_def_t *d, const char *arg, command_t mode, opt
                          model_presets[i].name);
             FAIL("--model: unknown model '%s' (one of %s)", arg, known);
         }
-        g->model = arg;
+        g->model = preset_find(arg)->name; /* static: outlives argv and suite text */
         return 0;
     case OPT_LAYERS: return parse_int(opt, arg, 1, &g->layers, msg, len);
     case OPT_KERNEL:

@@ -150,9 +150,10 @@ HD size_t cublas_pipeline_private_bytes(const cublas_pipeline_t *pl)
         }                                                                                  \
     } while (0)
 
-/* Larger batches are issued in pieces of this many entries (the grid-dimension limit
- * of batched kernels). */
-#define CUBLAS_BATCH_PIECE 65535
+/* Larger batches are issued in pieces of this many entries. Batched kernels put the
+ * batch (times any split-K factor cuBLAS chooses) into a grid dimension limited to
+ * 65535: on an H200, batches of 32768 GEMMs with k = 8192 failed to launch. */
+#define CUBLAS_BATCH_PIECE 2048
 
 typedef struct cublas_state {
     cublasHandle_t handle;
