@@ -70,7 +70,7 @@ void result_row_init(result_row_t *r)
             *(double *)((char *)r + cols[c].offset) = NAN;
 }
 
-static void write_field(FILE *f, const char *s)
+void csv_write_field(FILE *f, const char *s)
 {
     if (strpbrk(s, ",\"\r\n") == NULL) {
         fputs(s, f);
@@ -104,7 +104,7 @@ void csv_write_row(FILE *f, const result_row_t *r)
             /* bounded by the field's size even if a caller forgot the terminator */
             char buf[sizeof ((result_row_t *)0)->args];
             snprintf(buf, sizeof buf, "%.*s", (int)cols[c].size - 1, p);
-            write_field(f, buf);
+            csv_write_field(f, buf);
             break;
         }
         case COL_INT:

@@ -37,6 +37,8 @@ extern const int csv_column_count;
 /* Empty strings, zero integers, layers 1, every measured number NaN. */
 void result_row_init(result_row_t *r);
 
+/* One field, quoted (RFC 4180) only when it holds a comma, a quote or a line break. */
+void csv_write_field(FILE *f, const char *s);
 void csv_write_header(FILE *f);
 /* Writes one row and flushes, so an interrupted sweep keeps its rows. */
 void csv_write_row(FILE *f, const result_row_t *r);

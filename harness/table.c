@@ -66,21 +66,6 @@ static void grid_free(grid_t *g)
     memset(g, 0, sizeof *g);
 }
 
-static void put_csv_field(FILE *f, const char *s)
-{
-    if (strpbrk(s, ",\"\r\n") == NULL) {
-        fputs(s, f);
-        return;
-    }
-    fputc('"', f);
-    for (; *s; s++) {
-        if (*s == '"')
-            fputc('"', f);
-        fputc(*s, f);
-    }
-    fputc('"', f);
-}
-
 /* Markdown: columns padded to their widest cell so the source reads as a table too;
  * the first column left-aligned, the numbers right-aligned. */
 static void grid_print(FILE *f, const grid_t *g, table_format_t fmt)
@@ -90,7 +75,7 @@ static void grid_print(FILE *f, const grid_t *g, table_format_t fmt)
             for (int c = 0; c < g->nc; c++) {
                 if (c)
                     fputc(',', f);
-                put_csv_field(f, grid_get(g, r, c));
+                csv_write_field(f, grid_get(g, r, c));
             }
             fputc('\n', f);
         }

@@ -70,11 +70,7 @@ static const char *cublas_unsupported(const problem_t *p)
 {
     if (p->cache == CACHE_PAGED)
         return "cublas reads the contiguous cache only: its GEMMs need uniformly strided K/V, not a block table";
-    if (p->indirection)
-        return "cublas cannot follow a cache-indirection table: cuBLAS reads K/V where they lie (--indirection)";
-    if (p->multi_block == MULTI_BLOCK_ON || p->splits > 1)
-        return "cublas has no split-KV mode (--multi-block on / --splits)";
-    return NULL;
+    return cublas_limits(p);
 }
 
 static kv_layout_t cublas_layout(const problem_t *p)
@@ -86,17 +82,7 @@ static kv_layout_t cublas_layout(const problem_t *p)
 static void cublas_plan(const problem_t *p, const device_info_t *dev, attn_plan_t *plan)
 {
     (void)dev;
-    plan->runs = &kernel_cublas;
-    plan->split.splits = 1;
-    plan->split.chunk = problem_keys(p);
-    plan->variant = 0;
-}
-
-static size_t cublas_workspace_bytes(const problem_t *p, const attn_plan_t *plan)
-{
-    (void)p;
-    (void)plan;
-    return 0;
+    cublas_single_pass_plan(p, &kernel_cublas, plan);
 }
 
 static size_t cublas_private_bytes(const problem_t *p, const attn_plan_t *plan)
@@ -107,18 +93,10 @@ static size_t cublas_private_bytes(const problem_t *p, const attn_plan_t *plan)
     return cublas_pipeline_private_bytes(&pl);
 }
 
-/* Replicated K/V once, the fp32 logits written by the first GEMM and read by the
- * softmax, P written by the softmax and read by the second GEMM, q and out. */
 static attn_io_t cublas_io(const problem_t *p, const attn_plan_t *plan)
 {
     (void)plan;
-    double scores = (double)problem_streams(p) * p->heads * problem_keys(p);
-    attn_io_t io;
-    io.bytes = io_kv_bytes_replicated(p) + io_qo_bytes(p) +
-               2.0 * scores * (sizeof(float) + dtype_size(p->dtype));
-    io.unique_bytes = io_kv_bytes_unique(p) + io_qo_bytes(p);
-    io.flops = io_flops(p);
-    return io;
+    return cublas_io_with_scores(p, io_kv_bytes_replicated(p));
 }
 
 static cudaError_t cublas_setup(attn_args_t *a)
@@ -177,7 +155,7 @@ extern "C" const attn_kernel_t kernel_cublas = {
     cublas_unsupported,
     cublas_layout,
     cublas_plan,
-    cublas_workspace_bytes,
+    cublas_no_workspace,
     cublas_private_bytes,
     cublas_io,
     cublas_setup,

@@ -179,11 +179,7 @@ static const char *cublas_bif_unsupported(const problem_t *p)
 {
     if (p->cache == CACHE_PAGED)
         return "cublas-bifurcated reads the bifurcated layout (context once per request), not a paged cache";
-    if (p->indirection)
-        return "cublas-bifurcated cannot follow a cache-indirection table: cuBLAS reads K/V where they lie (--indirection)";
-    if (p->multi_block == MULTI_BLOCK_ON || p->splits > 1)
-        return "cublas-bifurcated has no split-KV mode (--multi-block on / --splits)";
-    return NULL;
+    return cublas_limits(p);
 }
 
 static kv_layout_t cublas_bif_layout(const problem_t *p)
@@ -195,17 +191,7 @@ static kv_layout_t cublas_bif_layout(const problem_t *p)
 static void cublas_bif_plan(const problem_t *p, const device_info_t *dev, attn_plan_t *plan)
 {
     (void)dev;
-    plan->runs = &kernel_cublas_bifurcated;
-    plan->split.splits = 1;
-    plan->split.chunk = problem_keys(p);
-    plan->variant = 0;
-}
-
-static size_t cublas_bif_workspace_bytes(const problem_t *p, const attn_plan_t *plan)
-{
-    (void)p;
-    (void)plan;
-    return 0;
+    cublas_single_pass_plan(p, &kernel_cublas_bifurcated, plan);
 }
 
 static size_t cublas_bif_private_bytes(const problem_t *p, const attn_plan_t *plan)
@@ -216,17 +202,10 @@ static size_t cublas_bif_private_bytes(const problem_t *p, const attn_plan_t *pl
     return cublas_pipeline_private_bytes(&pl);
 }
 
-/* Unique K/V (context once per request), the fp32 logits written and read, P written
- * and read, q and out. */
 static attn_io_t cublas_bif_io(const problem_t *p, const attn_plan_t *plan)
 {
     (void)plan;
-    double scores = (double)problem_streams(p) * p->heads * problem_keys(p);
-    attn_io_t io;
-    io.bytes = io_kv_bytes_unique(p) + io_qo_bytes(p) + 2.0 * scores * (sizeof(float) + dtype_size(p->dtype));
-    io.unique_bytes = io_kv_bytes_unique(p) + io_qo_bytes(p);
-    io.flops = io_flops(p);
-    return io;
+    return cublas_io_with_scores(p, io_kv_bytes_unique(p));
 }
 
 static cudaError_t cublas_bif_setup(attn_args_t *a)
@@ -288,7 +267,7 @@ extern "C" const attn_kernel_t kernel_cublas_bifurcated = {
     cublas_bif_unsupported,
     cublas_bif_layout,
     cublas_bif_plan,
-    cublas_bif_workspace_bytes,
+    cublas_no_workspace,
     cublas_bif_private_bytes,
     cublas_bif_io,
     cublas_bif_setup,

@@ -150,6 +150,45 @@ HD size_t cublas_pipeline_private_bytes(const cublas_pipeline_t *pl)
         }                                                                                  \
     } while (0)
 
+/* What neither cuBLAS kernel does, whatever its layout; NULL when p is fine. */
+static inline const char *cublas_limits(const problem_t *p)
+{
+    if (p->indirection)
+        return "cuBLAS cannot follow a cache-indirection table: it reads K/V where they lie (--indirection)";
+    if (p->multi_block == MULTI_BLOCK_ON || p->splits > 1)
+        return "the cuBLAS kernels have no split-KV mode (--multi-block on / --splits)";
+    return NULL;
+}
+
+/* Both run the whole key range in one pass and need no workspace. */
+static inline void cublas_single_pass_plan(const problem_t *p, const attn_kernel_t *self,
+                                           attn_plan_t *plan)
+{
+    plan->runs = self;
+    plan->split.splits = 1;
+    plan->split.chunk = problem_keys(p);
+    plan->variant = 0;
+}
+
+static inline size_t cublas_no_workspace(const problem_t *p, const attn_plan_t *plan)
+{
+    (void)p;
+    (void)plan;
+    return 0;
+}
+
+/* The K/V the kernel reads, the fp32 logits written by the first GEMM and read by the
+ * softmax, P written by the softmax and read by the P.V GEMMs, q and out. */
+static inline attn_io_t cublas_io_with_scores(const problem_t *p, double kv_bytes)
+{
+    double scores = (double)problem_streams(p) * p->heads * problem_keys(p);
+    attn_io_t io;
+    io.bytes = kv_bytes + io_qo_bytes(p) + 2.0 * scores * (sizeof(float) + dtype_size(p->dtype));
+    io.unique_bytes = io_kv_bytes_unique(p) + io_qo_bytes(p);
+    io.flops = io_flops(p);
+    return io;
+}
+
 /* Larger batches are issued in pieces of this many entries. Batched kernels put the
  * batch (times any split-K factor cuBLAS chooses) into a grid dimension limited to
  * 65535: on an H200, batches of 32768 GEMMs with k = 8192 failed to launch. */

@@ -223,6 +223,18 @@ static int parse_help(command_t cmd, const char *line, char *text, size_t text_l
     return rc;
 }
 
+/* The model name outlives the command line it came from: problems carry it into CSV
+ * rows long after argv (or a suite file's text) is gone. */
+static void test_model_name_outlives_argv(void **state)
+{
+    (void)state;
+    options_t o;
+    parse_ok(CMD_SWEEP, "sweep --model 7b-gqa --out x.csv", &o);
+    for (int s = 0; s < SLOTS; ++s) memset(line_buf[s], 'x', sizeof line_buf[s] - 1);
+    assert_non_null(o.grid.model);
+    assert_string_equal(o.grid.model, "7b-gqa");
+}
+
 static void test_help(void **state)
 {
     (void)state;
@@ -475,6 +487,7 @@ int main(void)
         cmocka_unit_test(test_defaults),
         cmocka_unit_test(test_sweep_lists),
         cmocka_unit_test(test_model_sets_and_explicit_wins),
+        cmocka_unit_test(test_model_name_outlives_argv),
         cmocka_unit_test(test_help),
         cmocka_unit_test(test_bad_problems),
         cmocka_unit_test(test_bad_names),
