@@ -315,6 +315,10 @@ void runner_row(runner_t *r, const problem_t *p, const attn_kernel_t *k, result_
     } else if (e == cudaSuccess) {
         set_up = 1;
     }
+    /* Uploads made with cudaMemcpy from pageable memory (ours above, a kernel's pointer
+     * tables in setup) run on the legacy default stream and may still be in flight when
+     * the call returns; the timer's stream does not wait for that stream. */
+    CK(cudaDeviceSynchronize());
     /* One launch on the poisoned output, then the check, then the timing. */
     CK(launch_step(&a, s));
     CK(cudaStreamSynchronize(s));
