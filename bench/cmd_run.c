@@ -18,11 +18,29 @@ typedef struct done_rows {
     char **keys;
 } done_rows_t;
 
+/* A sweep killed while writing leaves a last line without its newline: that row was
+ * not finished, so it goes, and the rows before it stay. */
+static int drop_unfinished_row(const char *path, off_t size)
+{
+    FILE *f = fopen(path, "r+");
+    if (!f) return -1;
+    off_t end = size;
+    int c = 0;
+    while (end > 0 && fseeko(f, end - 1, SEEK_SET) == 0 && (c = fgetc(f)) != '\n') end--;
+    int rc = end == size ? 0 : ftruncate(fileno(f), end);
+    fclose(f);
+    return rc;
+}
+
 static int done_load(const char *path, done_rows_t *d)
 {
     memset(d, 0, sizeof *d);
     struct stat st;
     if (stat(path, &st) != 0 || st.st_size == 0) return 0; /* nothing finished yet */
+    if (drop_unfinished_row(path, st.st_size) != 0) {
+        fprintf(stderr, "attnbench: --resume: %s: cannot rewrite its unfinished last row\n", path);
+        return -1;
+    }
     csv_table_t t;
     char msg[256];
     if (csv_read(path, &t, msg, sizeof msg) != 0) {
