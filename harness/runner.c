@@ -149,10 +149,13 @@ static cudaError_t alloc(void **ptr, size_t bytes)
     return bytes ? cudaMalloc(ptr, bytes) : cudaSuccess;
 }
 
-static cudaError_t upload(void **dst, const void *src, size_t bytes)
+/* Ordered on the timer's stream s, ahead of the fills and kernels that read it: a
+ * cudaMemcpy from pageable memory runs on the legacy default stream and may return
+ * before its DMA lands, and s (non-blocking) does not wait for that stream. */
+static cudaError_t upload(void **dst, const void *src, size_t bytes, cudaStream_t s)
 {
     cudaError_t e = alloc(dst, bytes);
-    if (e == cudaSuccess && bytes) e = cudaMemcpy(*dst, src, bytes, cudaMemcpyHostToDevice);
+    if (e == cudaSuccess && bytes) e = cudaMemcpyAsync(*dst, src, bytes, cudaMemcpyHostToDevice, s);
     return e;
 }
 
@@ -278,15 +281,15 @@ void runner_row(runner_t *r, const problem_t *p, const attn_kernel_t *k, result_
         else b.have_map = 1;
         size_t table = (size_t)problem_streams(p) * b.map.max_blocks_per_seq * sizeof(int32_t);
         size_t owners = (size_t)b.map.num_blocks * sizeof(int32_t);
-        CK(upload((void **)&b.block_table, b.map.table, table));
-        CK(upload((void **)&b.owner, b.map.owner, owners));
-        CK(upload((void **)&b.first_pos, b.map.first_pos, owners));
+        CK(upload((void **)&b.block_table, b.map.table, table, s));
+        CK(upload((void **)&b.owner, b.map.owner, owners, s));
+        CK(upload((void **)&b.first_pos, b.map.first_pos, owners, s));
     }
     if (e == cudaSuccess && p->indirection) {
         b.host_indirection = beam_history_build(p, seed);
         if (!b.host_indirection) e = cudaErrorMemoryAllocation;
         CK(upload((void **)&b.indirection, b.host_indirection,
-                  (size_t)problem_streams(p) * problem_keys(p) * sizeof(int32_t)));
+                  (size_t)problem_streams(p) * problem_keys(p) * sizeof(int32_t), s));
     }
     CK(fill_q(b.q, p, seed, s));
     for (int part = 0; part < 2; ++part)
@@ -315,9 +318,10 @@ void runner_row(runner_t *r, const problem_t *p, const attn_kernel_t *k, result_
     } else if (e == cudaSuccess) {
         set_up = 1;
     }
-    /* Uploads made with cudaMemcpy from pageable memory (ours above, a kernel's pointer
-     * tables in setup) run on the legacy default stream and may still be in flight when
-     * the call returns; the timer's stream does not wait for that stream. */
+    /* Uploads a kernel's setup makes with cudaMemcpy from pageable memory (pointer
+     * tables) run on the legacy default stream and may still be in flight when the
+     * call returns; the timer's stream does not wait for that stream. (Ours above are
+     * ordered on s, before the fills that read owner/first_pos.) */
     CK(cudaDeviceSynchronize());
     /* One launch on the poisoned output, then the check, then the timing. */
     CK(launch_step(&a, s));
