@@ -101,51 +101,19 @@ static attn_io_t cublas_io(const problem_t *p, const attn_plan_t *plan)
 
 static cudaError_t cublas_setup(attn_args_t *a)
 {
-    cublas_state_t *st = (cublas_state_t *)calloc(1, sizeof *st);
-    if (!st) return cudaErrorMemoryAllocation;
-    cublas_pipeline_t pl;
-    cublas_plain_pipeline(&a->problem, &a->geom, NULL, &pl, NULL);
-    cudaError_t err = cublas_state_open(st, &pl, a->problem.dtype);
-    const void **table = NULL;
-    if (err == cudaSuccess) {
-        cublas_state_record_buffers(st, a);
-        table = (const void **)malloc(pl.table_entries * sizeof *table);
-        if (!table) err = cudaErrorMemoryAllocation;
-    }
-    if (err == cudaSuccess) {
-        cublas_plain_pipeline(&a->problem, &a->geom, &st->bufs, &pl, table);
-        err = cublas_state_upload_table(st, table);
-    }
-    free(table);
-    if (err != cudaSuccess) {
-        cublas_state_free(st);
-        return err;
-    }
-    a->state = st;
-    return cudaSuccess;
+    return cublas_setup_with(a, cublas_plain_pipeline);
 }
 
 static cudaError_t cublas_launch(attn_args_t *a, cudaStream_t stream)
 {
-    cublas_state_t *st = (cublas_state_t *)a->state;
-    if (!st) {
-        fprintf(stderr, "cublas: launch without setup\n");
-        return cudaErrorInvalidValue;
-    }
-    cudaError_t err = cublas_state_check_buffers(st, a, "cublas");
-    if (err != cudaSuccess) return err;
-    if ((err = cublas_state_bind(st, stream)) != cudaSuccess) return err;
+    cudaError_t err;
+    cublas_state_t *st = cublas_launch_state(a, stream, "cublas", &err);
+    if (!st) return err;
     if ((err = cublas_state_gemms(st, 0, 1)) != cudaSuccess) return err;
     err = softmax_rows_launch(st->dtype, st->bufs.logits, st->bufs.probs, &st->pipeline.softmax, stream);
     if (err != cudaSuccess) return err;
     if ((err = cublas_state_gemms(st, 1, 1)) != cudaSuccess) return err;
     return cudaGetLastError();
-}
-
-static void cublas_teardown(attn_args_t *a)
-{
-    cublas_state_free((cublas_state_t *)a->state);
-    a->state = NULL;
 }
 
 extern "C" const attn_kernel_t kernel_cublas = {

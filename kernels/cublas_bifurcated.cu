@@ -210,41 +210,15 @@ static attn_io_t cublas_bif_io(const problem_t *p, const attn_plan_t *plan)
 
 static cudaError_t cublas_bif_setup(attn_args_t *a)
 {
-    cublas_state_t *st = (cublas_state_t *)calloc(1, sizeof *st);
-    if (!st) return cudaErrorMemoryAllocation;
-    cublas_pipeline_t pl;
-    cublas_bifurcated_pipeline(&a->problem, &a->geom, NULL, &pl, NULL);
-    cudaError_t err = cublas_state_open(st, &pl, a->problem.dtype);
-    const void **table = NULL;
-    if (err == cudaSuccess) {
-        cublas_state_record_buffers(st, a);
-        table = (const void **)malloc(pl.table_entries * sizeof *table);
-        if (!table) err = cudaErrorMemoryAllocation;
-    }
-    if (err == cudaSuccess) {
-        cublas_bifurcated_pipeline(&a->problem, &a->geom, &st->bufs, &pl, table);
-        err = cublas_state_upload_table(st, table);
-    }
-    free(table);
-    if (err != cudaSuccess) {
-        cublas_state_free(st);
-        return err;
-    }
-    a->state = st;
-    return cudaSuccess;
+    return cublas_setup_with(a, cublas_bifurcated_pipeline);
 }
 
 static cudaError_t cublas_bif_launch(attn_args_t *a, cudaStream_t stream)
 {
-    cublas_state_t *st = (cublas_state_t *)a->state;
-    if (!st) {
-        fprintf(stderr, "cublas-bifurcated: launch without setup\n");
-        return cudaErrorInvalidValue;
-    }
+    cudaError_t err;
+    cublas_state_t *st = cublas_launch_state(a, stream, "cublas-bifurcated", &err);
+    if (!st) return err;
     const problem_t *p = &a->problem;
-    cudaError_t err = cublas_state_check_buffers(st, a, "cublas-bifurcated");
-    if (err != cudaSuccess) return err;
-    if ((err = cublas_state_bind(st, stream)) != cudaSuccess) return err;
     if ((err = stage_q_launch(p, a->q, st->bufs.q_staged, stream)) != cudaSuccess) return err;
     if ((err = cublas_state_gemms(st, 0, 2)) != cudaSuccess) return err;
     err = softmax_rows_launch(st->dtype, st->bufs.logits, st->bufs.probs, &st->pipeline.softmax, stream);
@@ -252,12 +226,6 @@ static cudaError_t cublas_bif_launch(attn_args_t *a, cudaStream_t stream)
     if ((err = cublas_state_gemms(st, 2, 2)) != cudaSuccess) return err;
     if ((err = finish_out_launch(p, st->bufs.acc, a->out, stream)) != cudaSuccess) return err;
     return cudaGetLastError();
-}
-
-static void cublas_bif_teardown(attn_args_t *a)
-{
-    cublas_state_free((cublas_state_t *)a->state);
-    a->state = NULL;
 }
 
 extern "C" const attn_kernel_t kernel_cublas_bifurcated = {
@@ -272,5 +240,5 @@ extern "C" const attn_kernel_t kernel_cublas_bifurcated = {
     cublas_bif_io,
     cublas_bif_setup,
     cublas_bif_launch,
-    cublas_bif_teardown,
+    cublas_teardown,
 };

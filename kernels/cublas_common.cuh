@@ -189,6 +189,11 @@ static inline attn_io_t cublas_io_with_scores(const problem_t *p, double kv_byte
     return io;
 }
 
+/* Builds a kernel's GEMM pipeline; with bufs and table also fills its pointer table. */
+typedef void (*cublas_pipeline_fn)(const problem_t *p, const kv_geometry_t *geo,
+                                   const cublas_buffers_t *bufs, cublas_pipeline_t *pl,
+                                   const void **table);
+
 /* Larger batches are issued in pieces of this many entries. Batched kernels put the
  * batch (times any split-K factor cuBLAS chooses) into a grid dimension limited to
  * 65535: on an H200, batches of 32768 GEMMs with k = 8192 failed to launch. */
@@ -304,6 +309,56 @@ static inline cudaError_t cublas_state_gemms(cublas_state_t *st, int first, int 
     }
     return cudaSuccess;
 }
+/* setup() of both kernels: handle, private buffers and the pointer table of the
+ * pipeline `build` describes, built once outside timing. */
+static inline cudaError_t cublas_setup_with(attn_args_t *a, cublas_pipeline_fn build)
+{
+    cublas_state_t *st = (cublas_state_t *)calloc(1, sizeof *st);
+    if (!st) return cudaErrorMemoryAllocation;
+    cublas_pipeline_t pl;
+    build(&a->problem, &a->geom, NULL, &pl, NULL);
+    cudaError_t err = cublas_state_open(st, &pl, a->problem.dtype);
+    const void **table = NULL;
+    if (err == cudaSuccess) {
+        cublas_state_record_buffers(st, a);
+        table = (const void **)malloc(pl.table_entries * sizeof *table);
+        if (!table) err = cudaErrorMemoryAllocation;
+    }
+    if (err == cudaSuccess) {
+        build(&a->problem, &a->geom, &st->bufs, &pl, table);
+        err = cublas_state_upload_table(st, table);
+    }
+    free(table);
+    if (err != cudaSuccess) {
+        cublas_state_free(st);
+        return err;
+    }
+    a->state = st;
+    return cudaSuccess;
+}
+
+/* The state a launch runs on, bound to the launch's stream; NULL with *err set when
+ * setup did not run or the buffers moved since. */
+static inline cublas_state_t *cublas_launch_state(attn_args_t *a, cudaStream_t stream,
+                                                  const char *kernel, cudaError_t *err)
+{
+    cublas_state_t *st = (cublas_state_t *)a->state;
+    if (!st) {
+        fprintf(stderr, "%s: launch without setup\n", kernel);
+        *err = cudaErrorInvalidValue;
+        return NULL;
+    }
+    *err = cublas_state_check_buffers(st, a, kernel);
+    if (*err == cudaSuccess) *err = cublas_state_bind(st, stream);
+    return *err == cudaSuccess ? st : NULL;
+}
+
+static inline void cublas_teardown(attn_args_t *a)
+{
+    cublas_state_free((cublas_state_t *)a->state);
+    a->state = NULL;
+}
+
 #endif /* __CUDACC__ */
 
 #endif
