@@ -335,14 +335,14 @@ void runner_row(runner_t *r, const problem_t *p, const attn_kernel_t *k, result_
         timing_result_t t;
         e = timer_run(r->timer, launch_step, &a, &r->timing, &t); /* pushes warm-up, timed */
         if (e == cudaSuccess) {
-            row->iters = t.iters;
-            row->median_us = t.median_us;
-            row->p10_us = t.p10_us;
-            row->p90_us = t.p90_us;
-            row->min_us = t.min_us;
-            row->max_us = t.max_us;
+            row->iters = t.n;
+            row->median_us = t.median;
+            row->p10_us = t.p10;
+            row->p90_us = t.p90;
+            row->min_us = t.min;
+            row->max_us = t.max;
             row->noise = t.noise;
-            row->gbps = io.bytes / (t.median_us * 1e3);
+            row->gbps = io.bytes / (t.median * 1e3);
             if (r->dev.peak_read_gbps > 0)
                 row->pct_peak_bw = 100.0 * row->gbps / r->dev.peak_read_gbps;
         }

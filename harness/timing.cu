@@ -236,20 +236,7 @@ extern "C" cudaError_t timer_run(timer_t_ *t, launch_fn fn, void *ctx, const tim
     int iters = 0;
     if (err == cudaSuccess) err = warm_up(t, &s, o, &iters);
     if (err == cudaSuccess) err = measure(t, &s, o, iters);
-    if (err == cudaSuccess) {
-        sample_summary_t sum;
-        if (stats_summarize(t->samples, iters, &sum) != 0) {
-            err = cudaErrorMemoryAllocation;
-        } else {
-            r->iters = sum.n;
-            r->median_us = sum.median;
-            r->p10_us = sum.p10;
-            r->p90_us = sum.p90;
-            r->min_us = sum.min;
-            r->max_us = sum.max;
-            r->noise = sum.noise;
-        }
-    }
+    if (err == cudaSuccess && stats_summarize(t->samples, iters, r) != 0) err = cudaErrorMemoryAllocation;
     /* Leave the stream idle whatever happened, so the caller can free buffers. */
     cudaError_t sync_err = cudaStreamSynchronize(t->stream);
     if (err == cudaSuccess) err = sync_err;

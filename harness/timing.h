@@ -31,11 +31,8 @@ typedef struct timing_opts {
     bool profile;        /* cudaProfilerStart/Stop around the timed launches only */
 } timing_opts_t;
 
-/* Per-launch times in microseconds; noise is the relative standard deviation. */
-typedef struct timing_result {
-    int iters;
-    double median_us, p10_us, p90_us, min_us, max_us, noise;
-} timing_result_t;
+/* The statistics of the per-launch times, in microseconds (n: timed launches). */
+typedef sample_summary_t timing_result_t;
 
 /* Owns the L2-flush buffer (2x L2 size), the event pairs and a non-blocking
  * stream. Work on that stream is not ordered with the legacy default stream:
