@@ -714,6 +714,18 @@ __global__ void __launch_bounds__(128) attn_merge_kernel(const float *ws_acc, co
 
 /* ---------------------------------------------------------------- host side */
 
+/* What the bodies of this core run; both kernels built on it share the rule (the run
+ * command prefixes the kernel's name). problem_validate() already enforces it for the
+ * command line; this guards callers of the registry that skip validation. */
+static inline const char *attn_core_unsupported(const problem_t *p)
+{
+    if (p->dtype != DTYPE_FP16 && p->dtype != DTYPE_BF16 && p->dtype != DTYPE_FP32)
+        return "runs fp16, bf16 and fp32 only";
+    if (p->head_dim < 8 || p->head_dim % 8 != 0 || p->head_dim > 256)
+        return "needs a head dim that is a multiple of 8, at most 256";
+    return NULL;
+}
+
 /* Which body runs a problem: tensor cores for fp16/bf16 at the instantiated dims. */
 static inline bool attn_tc_path(const problem_t *p)
 {

@@ -88,17 +88,6 @@ static bif_splits_t bif_resolve(const problem_t *p, const attn_plan_t *plan)
     return s;
 }
 
-static const char *bif_unsupported(const problem_t *p)
-{
-    if (p->cache != CACHE_CONTIGUOUS && p->cache != CACHE_PAGED)
-        return "bifurcated reads contiguous (split context/decoded) or paged caches only";
-    if (p->dtype != DTYPE_FP16 && p->dtype != DTYPE_BF16 && p->dtype != DTYPE_FP32)
-        return "bifurcated runs fp16, bf16 and fp32 only";
-    if (p->head_dim < 8 || p->head_dim % 8 != 0 || p->head_dim > 256)
-        return "bifurcated needs a head dim that is a multiple of 8, at most 256";
-    return NULL;
-}
-
 static kv_layout_t bif_layout(const problem_t *p)
 {
     return p->cache == CACHE_PAGED ? LAYOUT_PAGED : LAYOUT_BIFURCATED;
@@ -218,7 +207,7 @@ extern "C" const attn_kernel_t kernel_bifurcated = {
     "decode part per stream, log-sum-exp merge",
     "contiguous (split context/decoded buffers), paged (shared context blocks); fp16, bf16 (tensor cores at "
     "d 64/80/96/128/256), fp32; d multiple of 8 up to 256; any h/g, W; indirection; --multi-block, --splits",
-    bif_unsupported,
+    attn_core_unsupported,
     bif_layout,
     bif_plan,
     bif_workspace_bytes,

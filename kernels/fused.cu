@@ -133,16 +133,6 @@ static split_plan_t fused_split(const attn_plan_t *plan, const problem_t *p)
     return split_plan_fixed(problem_keys(p), 1, ATTN_KEY_TILE);
 }
 
-static const char *fused_unsupported(const problem_t *p)
-{
-    if (p->cache != CACHE_CONTIGUOUS && p->cache != CACHE_PAGED) return "fused reads contiguous or paged caches only";
-    if (p->dtype != DTYPE_FP16 && p->dtype != DTYPE_BF16 && p->dtype != DTYPE_FP32)
-        return "fused runs fp16, bf16 and fp32 only";
-    if (p->head_dim < 8 || p->head_dim % 8 != 0 || p->head_dim > 256)
-        return "fused needs a head dim that is a multiple of 8, at most 256";
-    return NULL;
-}
-
 static kv_layout_t fused_layout(const problem_t *p)
 {
     return p->cache == CACHE_PAGED ? LAYOUT_PAGED : LAYOUT_CONTIGUOUS;
@@ -249,7 +239,7 @@ extern "C" const attn_kernel_t kernel_fused = {
     "one fused decode-attention kernel per step: GQA-aware tiles on tensor cores, cp.async pipeline, split-KV",
     "contiguous, paged; fp16, bf16 (tensor cores at d 64/80/96/128/256), fp32; d multiple of 8 up to 256; "
     "any h/g; indirection; --multi-block off|on|auto, --splits N",
-    fused_unsupported,
+    attn_core_unsupported,
     fused_layout,
     fused_plan,
     fused_workspace_bytes,
