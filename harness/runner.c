@@ -88,10 +88,12 @@ static void row_args(const problem_t *p, const attn_kernel_t *k, char *buf, size
 #undef MORE
 }
 
-void runner_describe_row(const runner_t *r, const problem_t *p, const attn_kernel_t *k,
-                         result_row_t *row)
+/* The row's configuration columns and the plan they record; returns the kernel the
+ * plan runs, NULL when k does not support p. */
+static const attn_kernel_t *describe(const runner_t *r, const problem_t *p,
+                                     const attn_kernel_t *k, result_row_t *row, attn_plan_t *plan)
 {
-    memset(row, 0, sizeof *row);
+    result_row_init(row); /* every measured number starts as "not measured" */
     snprintf(row->gpu, sizeof row->gpu, "%s", r->dev.gpu);
     snprintf(row->kernel, sizeof row->kernel, "%s", k->name);
     snprintf(row->attn, sizeof row->attn, "%s", attn_type_name(problem_attn_type(p)));
@@ -107,9 +109,8 @@ void runner_describe_row(const runner_t *r, const problem_t *p, const attn_kerne
     row->block_size = p->cache == CACHE_PAGED ? p->block_size : 0;
     row->indirection = p->indirection;
     snprintf(row->multi_block, sizeof row->multi_block, "%s", multi_block_name(p->multi_block));
-    attn_plan_t plan;
-    const attn_kernel_t *runs = plan_for(r, p, k, &plan);
-    row->splits = runs ? plan.split.splits : p->splits;
+    const attn_kernel_t *runs = plan_for(r, p, k, plan);
+    row->splits = runs ? plan->split.splits : p->splits;
     snprintf(row->ran, sizeof row->ran, "%s", runs ? runs->name : k->name);
     snprintf(row->status, sizeof row->status, "%s", "ok");
     snprintf(row->verified, sizeof row->verified, "%s", "skip");
@@ -117,10 +118,14 @@ void runner_describe_row(const runner_t *r, const problem_t *p, const attn_kerne
     snprintf(row->model, sizeof row->model, "%s", p->model ? p->model : "");
     row->layers = p->layers;
     row_args(p, k, row->args, sizeof row->args);
-    row->median_us = row->p10_us = row->p90_us = row->min_us = row->max_us = NAN;
-    row->noise = row->gbps = row->pct_peak_bw = row->roofline_us = NAN;
-    row->bytes = row->unique_bytes = row->flops = NAN;
-    row->max_abs_err = row->rel_err = NAN;
+    return runs;
+}
+
+void runner_describe_row(const runner_t *r, const problem_t *p, const attn_kernel_t *k,
+                         result_row_t *row)
+{
+    attn_plan_t plan;
+    describe(r, p, k, row, &plan);
 }
 
 /* Everything one configuration allocates; freed in one place. */
@@ -225,14 +230,12 @@ static void check_sticky(runner_t *r)
 
 void runner_row(runner_t *r, const problem_t *p, const attn_kernel_t *k, result_row_t *row)
 {
-    runner_describe_row(r, p, k, row);
-    const char *why = k->unsupported(p);
-    if (why) {
+    attn_plan_t plan;
+    const attn_kernel_t *run = describe(r, p, k, row, &plan);
+    if (!run) {
         snprintf(row->status, sizeof row->status, "%s", "unsupported");
         return;
     }
-    attn_plan_t plan;
-    const attn_kernel_t *run = plan_for(r, p, k, &plan);
     attn_io_t io = run->io(p, &plan);
     row->bytes = io.bytes;
     row->unique_bytes = io.unique_bytes;
