@@ -291,28 +291,20 @@ static int run_command(int argc, char **argv, command_t cmd)
             memcpy(entries[i].kernels, names, sizeof(char *) * entries[i].n_kernels);
         }
     }
-    if (cmd == CMD_RUN) {
-        /* a lone configuration the kernel cannot run is bad input, not a row */
-        problem_t *p = NULL;
-        int n = 0;
-        if (grid_expand(&o.grid, &p, &n, msg, sizeof msg) != 0) {
-            fprintf(stderr, "attnbench run: %s\n", msg);
-            return 2;
-        }
-        const attn_kernel_t *k = attn_kernel_find(o.kernels[0]);
-        const char *why = n == 1 ? k->unsupported(&p[0]) : NULL;
-        free(p);
-        if (why) {
-            fprintf(stderr, "attnbench run: --kernel %s: %s\n", k->name, why);
-            return 2;
-        }
-    }
-
     job_t *jobs = NULL;
     int n_jobs = 0;
     rc = expand_jobs(entries, n_entries, &jobs, &n_jobs);
     if (entries != &single) free(entries);
     if (rc) return rc;
+    if (cmd == CMD_RUN && n_jobs == 1) {
+        /* a lone configuration the kernel cannot run is bad input, not a row */
+        const char *why = jobs[0].kernel->unsupported(&jobs[0].problem);
+        if (why) {
+            fprintf(stderr, "attnbench run: --kernel %s: %s\n", jobs[0].kernel->name, why);
+            free(jobs);
+            return 2;
+        }
+    }
 
     FILE *csv = NULL;
     done_rows_t done;
