@@ -28,6 +28,7 @@ cudaError_t device_query(device_info_t *dev)
         err = cudaDeviceGetAttribute(attrs[i].dst, attrs[i].attr, id);
         if (err != cudaSuccess) { memset(dev, 0, sizeof *dev); return err; }
     }
+    dev->cc = prop.major * 10 + prop.minor;
     err = cudaMemGetInfo(&dev->free_bytes, &dev->total_bytes);
     if (err != cudaSuccess) { memset(dev, 0, sizeof *dev); return err; }
     return cudaSuccess;

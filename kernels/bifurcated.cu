@@ -24,6 +24,7 @@
  * CUDA-core body. */
 #include <limits.h>
 #include "attn_core.cuh"
+#include "attn_wgmma.cuh"
 
 extern "C" const attn_kernel_t kernel_bifurcated;
 
@@ -46,9 +47,31 @@ static attn_kernel_fn ctx_fn_t(int d, int addr)
     }
 }
 
-/* The ROWSPLIT instantiation of the context part (tensor-core path only). */
-static attn_kernel_fn ctx_pick(const problem_t *p, int addr)
+/* plan->variant: the decode part's chunk (a multiple of the key tile), with this bit
+ * set when the context part runs on the wgmma body. */
+#define BIF_WGMMA 1
+
+/* The wgmma body takes the context part on Hopper at d = 128 once W*p fills both of
+ * its 64-row warpgroups; below that the 64-row ROWSPLIT body wastes less. */
+static bool bif_wgmma_fits(const problem_t *p, const device_info_t *dev)
 {
+    return dev && dev->cc == 90 && attn_tc_path(p) && p->head_dim == WG_D &&
+           p->beam * problem_group(p) > WG_ROWS / 2;
+}
+static bool bif_wgmma(const attn_plan_t *plan) { return plan && (plan->variant & BIF_WGMMA); }
+
+template <typename T>
+static attn_kernel_fn wgmma_fn_t(int addr)
+{
+    return addr == ADDR_PAGED ? attn_wgmma_ctx_kernel<T, ADDR_PAGED> : attn_wgmma_ctx_kernel<T, ADDR_CTX>;
+}
+
+/* The context part's instantiation (tensor-core path only) and its shape. */
+static attn_kernel_fn ctx_pick(const problem_t *p, int addr, bool wgmma, int *threads, int *smem)
+{
+    *threads = wgmma ? WG_THREADS : ATTN_THREADS;
+    *smem = wgmma ? wg_shape::SMEM : attn_smem_bytes(p, false);
+    if (wgmma) return p->dtype == DTYPE_FP16 ? wgmma_fn_t<__half>(addr) : wgmma_fn_t<__nv_bfloat16>(addr);
     if (p->dtype == DTYPE_FP16) return ctx_fn_t<__half>(p->head_dim, addr);
     return ctx_fn_t<__nv_bfloat16>(p->head_dim, addr);
 }
@@ -60,9 +83,13 @@ static int bif_ctx_keys(const problem_t *p)
 }
 static int bif_dec_keys(const problem_t *p) { return problem_keys(p) - bif_ctx_keys(p); }
 
-static int bif_ctx_row_tiles(const problem_t *p)
+static int bif_ctx_rows_per_cta(const problem_t *p, bool wgmma)
 {
-    int rows = attn_rows_per_cta(p, false);
+    return wgmma ? WG_ROWS : attn_rows_per_cta(p, false);
+}
+static int bif_ctx_row_tiles(const problem_t *p, bool wgmma)
+{
+    int rows = bif_ctx_rows_per_cta(p, wgmma);
     return (p->beam * problem_group(p) + rows - 1) / rows;
 }
 static int bif_dec_row_tiles(const problem_t *p)
@@ -80,7 +107,8 @@ static bif_splits_t bif_resolve(const problem_t *p, const attn_plan_t *plan)
     const int ck = bif_ctx_keys(p), dk = bif_dec_keys(p);
     if (plan && plan->split.splits >= 1 && plan->split.chunk >= 1) s.ctx = plan->split;
     else s.ctx = split_plan_fixed(ck, 1, ATTN_KEY_TILE);
-    int chunk = plan && plan->variant >= 1 ? plan->variant : (dk + ATTN_KEY_TILE - 1) / ATTN_KEY_TILE * ATTN_KEY_TILE;
+    int chunk = plan ? plan->variant & ~BIF_WGMMA : 0;
+    if (chunk < 1) chunk = (dk + ATTN_KEY_TILE - 1) / ATTN_KEY_TILE * ATTN_KEY_TILE;
     s.dec.chunk = chunk;
     s.dec.splits = (dk + chunk - 1) / chunk;
     s.ctx_slots = ck > 0 ? s.ctx.splits : 0;
@@ -97,11 +125,13 @@ static void bif_plan(const problem_t *p, const device_info_t *dev, attn_plan_t *
 {
     plan->runs = &kernel_bifurcated;
     const int ck = bif_ctx_keys(p);
-    long ctx_items = (long)p->batch * p->kv_heads * bif_ctx_row_tiles(p);
+    const bool wgmma = bif_wgmma_fits(p, dev);
+    long ctx_items = (long)p->batch * p->kv_heads * bif_ctx_row_tiles(p, wgmma);
     long dec_items = (long)problem_streams(p) * p->kv_heads * bif_dec_row_tiles(p);
-    plan->split = ck > 0 ? attn_split(p, dev, ctx_items, ck, attn_ctas_per_sm(p, false, dev))
+    plan->split = ck > 0 ? attn_split(p, dev, ctx_items, ck, wgmma ? 1 : attn_ctas_per_sm(p, false, dev))
                          : split_plan_fixed(1, 1, ATTN_KEY_TILE);
-    plan->variant = attn_split(p, dev, dec_items, bif_dec_keys(p), attn_ctas_per_sm(p, true, dev)).chunk;
+    plan->variant = attn_split(p, dev, dec_items, bif_dec_keys(p), attn_ctas_per_sm(p, true, dev)).chunk |
+                    (wgmma ? BIF_WGMMA : 0);
 }
 
 static size_t bif_workspace_bytes(const problem_t *p, const attn_plan_t *plan)
@@ -137,10 +167,10 @@ static cudaError_t bif_setup(attn_args_t *a)
     cudaError_t err = attn_setup_keysplit(p, bif_dec_addr(p));
     if (err != cudaSuccess) return err;
     if (!attn_tc_path(p)) return attn_setup_keysplit(p, bif_ctx_addr(p));
-    attn_kernel_fn fn = ctx_pick(p, bif_ctx_addr(p));
+    int threads, smem;
+    attn_kernel_fn fn = ctx_pick(p, bif_ctx_addr(p), bif_wgmma(&a->plan), &threads, &smem);
     if (!fn) return cudaErrorInvalidValue;
-    return cudaFuncSetAttribute((const void *)fn, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                attn_smem_bytes(p, false));
+    return cudaFuncSetAttribute((const void *)fn, cudaFuncAttributeMaxDynamicSharedMemorySize, smem);
 }
 
 static cudaError_t bif_launch(attn_args_t *a, cudaStream_t stream)
@@ -159,8 +189,9 @@ static cudaError_t bif_launch(attn_args_t *a, cudaStream_t stream)
         cp.units = p->batch;
         cp.splits = s.ctx.splits;
         cp.chunk = s.ctx.chunk;
-        cp.rows_per_cta = attn_rows_per_cta(p, false);
-        cp.row_tiles = bif_ctx_row_tiles(p);
+        const bool wgmma = bif_wgmma(&a->plan);
+        cp.rows_per_cta = bif_ctx_rows_per_cta(p, wgmma);
+        cp.row_tiles = bif_ctx_row_tiles(p, wgmma);
         cp.rows_per_unit = p->beam * problem_group(p);
         cp.streams_per_unit = p->beam;
         cp.addr_stream_mult = p->beam; /* paged: the request's first stream's table row */
@@ -168,11 +199,12 @@ static cudaError_t bif_launch(attn_args_t *a, cudaStream_t stream)
         cp.key_end = bif_ctx_keys(p);
         cp.slot_base = 0;
         if (attn_tc_path(p)) {
-            attn_kernel_fn fn = ctx_pick(p, bif_ctx_addr(p));
+            int threads, smem;
+            attn_kernel_fn fn = ctx_pick(p, bif_ctx_addr(p), wgmma, &threads, &smem);
             if (!fn) return cudaErrorInvalidValue;
             int64_t ctas = (int64_t)cp.units * cp.kv_heads * cp.splits * cp.row_tiles;
             if (ctas > INT_MAX) return cudaErrorInvalidConfiguration;
-            fn<<<(unsigned)ctas, ATTN_THREADS, attn_smem_bytes(p, false), stream>>>(cp);
+            fn<<<(unsigned)ctas, threads, smem, stream>>>(cp);
             err = cudaGetLastError();
         } else {
             err = attn_launch_keysplit(p, bif_ctx_addr(p), &cp, stream);

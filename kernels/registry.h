@@ -18,6 +18,7 @@ extern "C" {
 typedef struct device_info {
     char name[128];          /* as the driver names it */
     char gpu[32];            /* short key used in CSVs and results/: "h100", "h200" */
+    int cc;                  /* compute capability, major * 10 + minor (90: Hopper) */
     int sm_count;
     int smem_per_block_optin;
     int smem_per_sm;

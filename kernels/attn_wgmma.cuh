@@ -1,0 +1,368 @@
+/* The context part of `bifurcated` on Hopper's warpgroup tensor cores (wgmma,
+ * sm_90a), for d = 128 in fp16/bf16 when a request's W*p query rows fill at least
+ * two 64-row warpgroup tiles. This is a flash-attention forward pass with many
+ * query rows over one shared K/V stream: at large W*p it is bound by tensor-core
+ * work, which mma.sync cannot feed at Hopper's rate (the B operand of every
+ * mma.sync is re-read from shared memory by each warp through ldmatrix).
+ *
+ * CTA: two warpgroups (256 threads), 64 query rows each, 128 rows per CTA; both
+ * share every K/V tile. Keys stream through a 4-stage ring of 64-key K and V tiles
+ * copied with 16-byte cp.async (so paged and indirect addressing work as in the
+ * other bodies: the next tile's row offsets are fetched a tile ahead).
+ * Within a warpgroup the two GEMMs are software-pipelined as in FlashAttention-3:
+ * S_{t+1} = Q K_{t+1} and O += P_t V_t are issued together; the softmax of S_{t+1}
+ * runs while P_t V_t is still on the tensor cores, and O is rescaled once it lands. Shared
+ * tiles use the 128-byte swizzle wgmma reads: a 128-element row is two 64-element
+ * halves of 128 bytes, half h of a tile at h * rows * 128, and the 16-byte chunk c
+ * of row r sits at chunk position c ^ (r & 7).
+ *   S = Q Kᵀ: wgmma m64n64k16, A = Q and B = K both K-major from shared memory.
+ *   O += P V: wgmma m64n128k16, A = P in registers (the S accumulator layout is
+ *   the A fragment layout, as with mma.sync), B = V MN-major (transposed) from
+ *   shared memory.
+ * The online softmax is the tensor-core body's, on the 64x64 S tile a warpgroup
+ * holds (rows lane/4 and lane/4 + 8 of each warp's 16, as with mma.sync). The epilogue stages (m, l, O) in the drained ring and shares
+ * combine_and_emit with the other bodies (final output, or a split's partial and
+ * the last split's merge). */
+#ifndef ATTNBENCH_ATTN_WGMMA_CUH
+#define ATTNBENCH_ATTN_WGMMA_CUH
+
+#include <type_traits>
+#include "attn_core.cuh"
+
+#define WG_D 128
+#define WG_ROWS 128          /* query rows per CTA: two warpgroups of 64 */
+#define WG_THREADS 256
+#define WG_STAGES 4          /* tile t+1 resident while t is consumed, two more in flight */
+#define WG_KT ATTN_KEY_TILE  /* 64 keys per tile */
+
+struct wg_shape {
+    static constexpr int ROW_BYTES = WG_D * 2;
+    static constexpr int HALF_TILE = WG_KT * 128;             /* one 64-element half of a K or V tile */
+    static constexpr int TILE = WG_KT * ROW_BYTES;            /* 16 KiB */
+    static constexpr int Q_HALF = WG_ROWS * 128;
+    static constexpr int Q_BYTES = WG_ROWS * ROW_BYTES;       /* 32 KiB */
+    static constexpr int PIPE = WG_STAGES * 2 * TILE;         /* 128 KiB */
+    static constexpr int STAGING = WG_ROWS * ((WG_D + 8) * 4 + 8);
+    static constexpr int RING = WG_STAGES * WG_KT * 4;
+    static constexpr int ALIGN = 1024;                        /* swizzle atoms are 1 KiB aligned */
+    static constexpr int SMEM = ALIGN + Q_BYTES + PIPE + RING;
+    static_assert(STAGING <= PIPE, "epilogue staging fits in the drained ring");
+    static_assert(WG_KT * (WG_D / 8) % WG_THREADS == 0, "tile copy divides among the threads");
+
+    /* Byte offset of 16-byte chunk ch (0..15) of row r in a swizzled tile of `rows` rows. */
+    static __device__ __forceinline__ uint32_t off(int rows, int r, int ch)
+    {
+        return (uint32_t)((ch >> 3) * rows * 128 + r * 128 + (((ch & 7) ^ (r & 7)) << 4));
+    }
+};
+
+/* Shared-memory matrix descriptor, 128-byte swizzle (PTX ISA, "Matrix Descriptor
+ * Format"): start, leading and stride byte offsets in 16-byte units. K-major tiles:
+ * the leading offset is unused (1) and the stride offset spans 8 rows (1 KiB).
+ * MN-major tiles: the leading offset steps from one 64-element half to the next. */
+__device__ __forceinline__ uint64_t wg_desc(uint32_t saddr, uint32_t lead_bytes, uint32_t stride_bytes)
+{
+    return (uint64_t)((saddr & 0x3FFFF) >> 4) | ((uint64_t)((lead_bytes >> 4) & 0x3FFF) << 16) |
+           ((uint64_t)((stride_bytes >> 4) & 0x3FFF) << 32) | (1ull << 62);
+}
+
+#if defined(__CUDA_ARCH__) && defined(__CUDA_ARCH_FEAT_SM90_ALL)
+#define WG_ENABLED 1
+
+__device__ __forceinline__ void wg_fence() { asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory"); }
+__device__ __forceinline__ void wg_commit() { asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory"); }
+template <int N> __device__ __forceinline__ void wg_wait()
+{
+    asm volatile("wgmma.wait_group.sync.aligned %0;\n" ::"n"(N) : "memory");
+}
+/* Pins accumulator registers at this point of the program, so the compiler neither
+ * reads them before the wait that completes their wgmma nor moves writes past it. */
+template <int N> __device__ __forceinline__ void wg_hold(float (&r)[N])
+{
+#pragma unroll
+    for (int i = 0; i < N; ++i) asm volatile("" : "+f"(r[i])::"memory");
+}
+
+/* 2^x in one MUFU instruction (exp2f adds denormal handling the softmax does not need). */
+__device__ __forceinline__ float fast_exp2(float x)
+{
+    float y;
+    asm("ex2.approx.ftz.f32 %0, %1;\n" : "=f"(y) : "f"(x));
+    return y;
+}
+/* cp.async writes shared memory through the generic proxy; wgmma reads it through the async one. */
+__device__ __forceinline__ void fence_proxy_async() { asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory"); }
+
+#define WG_F4(i) "+f"(d[i]), "+f"(d[i + 1]), "+f"(d[i + 2]), "+f"(d[i + 3])
+#define WG_F16(i) WG_F4(i), WG_F4(i + 4), WG_F4(i + 8), WG_F4(i + 12)
+#define WG_R32                                                                                   \
+    "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, " \
+    "%20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31}"
+#define WG_R64                                                                                   \
+    "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, " \
+    "%20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, "  \
+    "%38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, "  \
+    "%56, %57, %58, %59, %60, %61, %62, %63}"
+#define WG_SS(TY)                                                                                \
+    "{\n.reg .pred p;\nsetp.ne.b32 p, %34, 0;\n"                                                 \
+    "wgmma.mma_async.sync.aligned.m64n64k16.f32." TY "." TY " " WG_R32 ", %32, %33, p, 1, 1, 0, 0;\n}\n"
+#define WG_RS(TY)                                                                                \
+    "{\n.reg .pred p;\nsetp.ne.b32 p, %69, 0;\n"                                                 \
+    "wgmma.mma_async.sync.aligned.m64n128k16.f32." TY "." TY " " WG_R64                            \
+    ", {%64, %65, %66, %67}, %68, p, 1, 1, 1;\n}\n"
+
+/* d[64x64] (+)= A[64x16] B[16x64], A and B K-major in shared memory. */
+template <typename T>
+__device__ __forceinline__ void wg_mma_ss(float (&d)[32], uint64_t da, uint64_t db, int accumulate)
+{
+    if constexpr (std::is_same<T, __half>::value)
+        asm volatile(WG_SS("f16") : WG_F16(0), WG_F16(16) : "l"(da), "l"(db), "r"(accumulate));
+    else
+        asm volatile(WG_SS("bf16") : WG_F16(0), WG_F16(16) : "l"(da), "l"(db), "r"(accumulate));
+}
+
+/* d[64x128] += A[64x16] B[16x128], A in registers, B MN-major in shared memory. */
+template <typename T>
+__device__ __forceinline__ void wg_mma_rs(float (&d)[64], const uint32_t (&a)[4], uint64_t db)
+{
+    if constexpr (std::is_same<T, __half>::value)
+        asm volatile(WG_RS("f16")
+                     : WG_F16(0), WG_F16(16), WG_F16(32), WG_F16(48)
+                     : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(db), "r"(1));
+    else
+        asm volatile(WG_RS("bf16")
+                     : WG_F16(0), WG_F16(16), WG_F16(32), WG_F16(48)
+                     : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(db), "r"(1));
+}
+#undef WG_F4
+#undef WG_F16
+#undef WG_R32
+#undef WG_R64
+#undef WG_SS
+#undef WG_RS
+#endif
+
+template <typename T, int ADDR>
+__global__ void __launch_bounds__(WG_THREADS, 1) attn_wgmma_ctx_kernel(const attn_params_t P)
+{
+#ifdef WG_ENABLED
+    typedef wg_shape S;
+    extern __shared__ __align__(128) unsigned char smem_raw[];
+    const uint32_t raw = smem_addr(smem_raw);
+    unsigned char *base = smem_raw + ((S::ALIGN - (raw & (S::ALIGN - 1))) & (S::ALIGN - 1));
+    unsigned char *q_s = base;
+    unsigned char *pipe = base + S::Q_BYTES;
+    uint32_t *off_ring = reinterpret_cast<uint32_t *>(pipe + S::PIPE);
+
+    const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5, wg = warp >> 2;
+    const cta_coord c = cta_decompose(P);
+    const T *kv = static_cast<const T *>(P.kv);
+    const int ntiles = c.k_hi > c.k_lo ? (c.k_hi - c.k_lo + WG_KT - 1) / WG_KT : 0;
+
+    const uint32_t NO_ROW = 0xffffffffu;
+    auto tile_row_offset = [&](int j, int row) -> uint32_t {
+        int pos = c.k_lo + j * WG_KT + row;
+        return pos < c.k_hi ? (uint32_t)(kv_row<ADDR>(P, c.unit, c.head, pos) / WG_D) : NO_ROW;
+    };
+    auto stage_k = [&](int j) { return smem_addr(pipe + (j % WG_STAGES) * 2 * S::TILE); };
+    auto load_tile = [&](int j) {
+        const uint32_t ks = stage_k(j), vs = ks + S::TILE;
+        const uint32_t *rows = off_ring + (j % WG_STAGES) * WG_KT;
+#pragma unroll
+        for (int k = 0; k < WG_KT * (WG_D / 8) / WG_THREADS; ++k) {
+            int i = tid + k * WG_THREADS;
+            int row = i >> 4, ch = i & 15;
+            uint32_t r = rows[row];
+            int bytes = r != NO_ROW ? 16 : 0;
+            const T *src = kv + (r != NO_ROW ? (int64_t)r * WG_D + ch * 8 : 0);
+            cp_async16(ks + S::off(WG_KT, row, ch), src, bytes);
+            cp_async16(vs + S::off(WG_KT, row, ch), src + (r != NO_ROW ? P.vstride : 0), bytes);
+        }
+    };
+
+    /* Prologue: row offsets of the first tiles, Q, then STAGES-1 tiles in flight. */
+    if (tid < WG_KT)
+        for (int j = 0; j < WG_STAGES; ++j)
+            off_ring[j * WG_KT + tid] = j < ntiles ? tile_row_offset(j, tid) : NO_ROW;
+    for (int i = tid; i < WG_ROWS * (WG_D / 8); i += WG_THREADS) {
+        int r = i >> 4, ch = i & 15, stream = 0, head = 0;
+        bool ok = row_target(P, c, r, &stream, &head);
+        const T *src = static_cast<const T *>(P.q) + (ok ? ((int64_t)stream * P.heads + head) * WG_D + ch * 8 : 0);
+        cp_async16(smem_addr(q_s) + S::off(WG_ROWS, r, ch), src, ok ? 16 : 0);
+    }
+    __syncthreads();
+#pragma unroll
+    for (int j = 0; j < WG_STAGES - 1; ++j) {
+        if (j < ntiles) load_tile(j);
+        cp_async_commit();
+    }
+
+    const bool wg_has_rows = c.row_tile * P.rows_per_cta + wg * 64 < P.rows_per_unit;
+    /* This warpgroup's 64 Q rows: K-major A, k step kk at half kk/4, byte 32*(kk%4). */
+    const uint32_t q_wg = smem_addr(q_s) + wg * 64 * 128;
+
+    float o[64], s[32];
+    float m[2] = {-INFINITY, -INFINITY}, l[2] = {0.f, 0.f}, alpha[2] = {1.f, 1.f};
+    uint32_t pa[2][4][4]; /* P of the tile in P V and of the next one: the loop alternates them */
+#pragma unroll
+    for (int i = 0; i < 64; ++i) o[i] = 0.f;
+
+    /* S = Q K_j (asynchronous: committed, not waited). */
+    auto issue_s = [&](int j) {
+        const uint32_t kbuf = stage_k(j);
+#pragma unroll
+        for (int kk = 0; kk < WG_D / 16; ++kk) {
+            const uint32_t koff = (kk >> 2) * S::HALF_TILE + (kk & 3) * 32;
+            const uint32_t qoff = (kk >> 2) * S::Q_HALF + (kk & 3) * 32;
+            wg_mma_ss<T>(s, wg_desc(q_wg + qoff, 16, 1024), wg_desc(kbuf + koff, 16, 1024), kk > 0);
+        }
+        wg_commit();
+    };
+    /* O += P V_j from the A fragments in a (asynchronous). */
+    auto issue_pv = [&](int j, const uint32_t(&a)[4][4]) {
+        const uint32_t vbuf = stage_k(j) + S::TILE;
+#pragma unroll
+        for (int ks = 0; ks < 4; ++ks) wg_mma_rs<T>(o, a[ks], wg_desc(vbuf + ks * 16 * 128, S::HALF_TILE, 1024));
+        wg_commit();
+    };
+    /* Online softmax of tile j's S into the A fragments a, m and l; alpha is the factor O still
+     * owes (applied once the P V in flight has landed). Thread holds rows lane/4
+     * (h = 0) and lane/4 + 8 (h = 1) of its warp's 16, keys 8n + 2*(lane%4) + {0,1}. */
+    auto softmax = [&](int j, uint32_t(&a)[4][4]) {
+        /* s is only read here: it is the output of a wgmma group issued in the same
+         * stage as the P V still in flight, and writing it would make the compiler
+         * serialise the two. The row max is taken on the raw logits (the scale is
+         * positive) and the scale folded into one FFMA per element; only the last,
+         * partial tile pays for masking. */
+        const int nvalid = min(WG_KT, c.k_hi - (c.k_lo + j * WG_KT));
+        float pr[32];
+        if (nvalid < WG_KT) {
+#pragma unroll
+            for (int i = 0; i < 32; ++i) {
+                int key = 8 * (i >> 2) + 2 * (lane & 3) + (i & 1);
+                pr[i] = key < nvalid ? s[i] : -INFINITY;
+            }
+        } else {
+#pragma unroll
+            for (int i = 0; i < 32; ++i) pr[i] = s[i];
+        }
+#pragma unroll
+        for (int h = 0; h < 2; ++h) {
+            float mx = -INFINITY;
+#pragma unroll
+            for (int n = 0; n < 8; ++n) mx = fmaxf(mx, fmaxf(pr[4 * n + 2 * h], pr[4 * n + 2 * h + 1]));
+            mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));
+            mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));
+            float m_new = fmaxf(m[h], mx * P.scale_log2);
+            float m_use = m_new == -INFINITY ? 0.f : m_new;
+            alpha[h] = fast_exp2(m[h] - m_use);
+            m[h] = m_new;
+            float sum = 0.f;
+#pragma unroll
+            for (int n = 0; n < 8; ++n)
+#pragma unroll
+                for (int e = 0; e < 2; ++e) {
+                    float p = fast_exp2(fmaf(pr[4 * n + 2 * h + e], P.scale_log2, -m_use));
+                    pr[4 * n + 2 * h + e] = p;
+                    sum += p;
+                }
+            l[h] = l[h] * alpha[h] + sum;
+        }
+#pragma unroll
+        for (int ks = 0; ks < 4; ++ks) {
+            a[ks][0] = dt<T>::pack(pr[8 * ks + 0], pr[8 * ks + 1]);
+            a[ks][1] = dt<T>::pack(pr[8 * ks + 2], pr[8 * ks + 3]);
+            a[ks][2] = dt<T>::pack(pr[8 * ks + 4], pr[8 * ks + 5]);
+            a[ks][3] = dt<T>::pack(pr[8 * ks + 6], pr[8 * ks + 7]);
+        }
+    };
+    /* O owes alpha once the running max moved; after the first tiles it rarely does,
+     * so a warp whose rows all kept their max skips the 64 multiplies. */
+    auto rescale_o = [&]() {
+        if (!__any_sync(0xffffffffu, alpha[0] != 1.f || alpha[1] != 1.f)) return;
+#pragma unroll
+        for (int n = 0; n < WG_D / 8; ++n) {
+            o[4 * n] *= alpha[0];
+            o[4 * n + 1] *= alpha[0];
+            o[4 * n + 2] *= alpha[1];
+            o[4 * n + 3] *= alpha[1];
+        }
+    };
+
+    /* Software pipeline within a warpgroup: while P_t V_t runs on the tensor cores,
+     * S_{t+1} = Q K_{t+1} (issued just before it) is already done and its softmax
+     * runs on the other units. Tile t+1 must be resident during iteration t. */
+    cp_async_wait<WG_STAGES - 2>();
+    fence_proxy_async();
+    __syncthreads();
+    if (wg_has_rows && ntiles > 0) {
+        wg_fence();
+        issue_s(0);
+        wg_wait<0>();
+        wg_hold(s);
+        softmax(0, pa[0]);
+    }
+    /* Iteration t: P_t V_t from pa[t % 2], softmax of tile t+1 into pa[(t+1) % 2].
+     * The buffer index must be a constant (register arrays), so the loop runs in pairs. */
+    auto step = [&](int t, auto cur) {
+        constexpr int C = decltype(cur)::value;
+        cp_async_wait<WG_STAGES - 3>();
+        fence_proxy_async();
+        __syncthreads();   /* tile t+1 visible to all; tile t-1's buffer free */
+        if (t + WG_STAGES - 1 < ntiles) load_tile(t + WG_STAGES - 1);
+        cp_async_commit();
+        const bool fetch = tid < WG_KT && t + WG_STAGES < ntiles;
+        uint32_t next_off = fetch ? tile_row_offset(t + WG_STAGES, tid) : NO_ROW;
+
+        /* Each branch issues and retires its own wgmma groups (a group left in flight
+         * across a branch makes the compiler serialise every wgmma). */
+        if (wg_has_rows && t + 1 < ntiles) {
+            wg_hold(o);
+            wg_fence();
+            issue_s(t + 1);
+            issue_pv(t, pa[C]);
+            wg_wait<1>();
+            wg_hold(s);
+            softmax(t + 1, pa[1 - C]);
+            wg_wait<0>();
+            wg_hold(o);
+            rescale_o();
+        } else if (wg_has_rows) {
+            wg_hold(o);
+            wg_fence();
+            issue_pv(t, pa[C]);
+            wg_wait<0>();
+            wg_hold(o);
+        }
+        if (fetch) off_ring[((t + WG_STAGES) % WG_STAGES) * WG_KT + tid] = next_off;
+    };
+    for (int t = 0; t < ntiles; t += 2) {
+        step(t, std::integral_constant<int, 0>());
+        if (t + 1 < ntiles) step(t + 1, std::integral_constant<int, 1>());
+    }
+
+    cp_async_wait<0>();
+    __syncthreads();
+    float *st_o = reinterpret_cast<float *>(pipe);
+    float *st_m = st_o + WG_ROWS * (WG_D + 8);
+    float *st_l = st_m + WG_ROWS;
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+        float lsum = l[h];
+        lsum += __shfl_xor_sync(0xffffffffu, lsum, 1);
+        lsum += __shfl_xor_sync(0xffffffffu, lsum, 2);
+        int row = warp * 16 + (lane >> 2) + 8 * h;
+        if ((lane & 3) == 0) { st_m[row] = m[h]; st_l[row] = lsum; }
+#pragma unroll
+        for (int n = 0; n < WG_D / 8; ++n)
+            *reinterpret_cast<float2 *>(st_o + row * (WG_D + 8) + 8 * n + 2 * (lane & 3)) =
+                make_float2(o[4 * n + 2 * h], o[4 * n + 2 * h + 1]);
+    }
+    __syncthreads();
+    combine_and_emit<T>(P, c, st_o, st_m, st_l, WG_ROWS, 1, WG_ROWS, WG_D);
+#else
+    __trap(); /* built without sm_90a: the host never picks this body (bif_use_wgmma) */
+#endif
+}
+
+#endif
