@@ -322,7 +322,8 @@ __device__ void combine_and_emit(const attn_params_t &P, const cta_coord &c, con
 
 /* ---------------------------------------------------------------- tensor-core body */
 
-template <int D, int MT, bool KEYSPLIT>
+/* ST: pipeline stages, 0 for the default of the head dim. */
+template <int D, int MT, bool KEYSPLIT, int ST = 0>
 struct tc_shape {
     static constexpr int KT = ATTN_KEY_TILE;
     static constexpr int NW = ATTN_WARPS;
@@ -333,7 +334,7 @@ struct tc_shape {
     static constexpr int NCH = D / 8;                            /* 16-byte chunks per row */
     static constexpr bool SWZ = NCH % 8 == 0;
     static constexpr int ROW_BYTES = SWZ ? D * 2 : D * 2 + 16;
-    static constexpr int STAGES = D <= 64 ? 4 : (D <= 128 ? 3 : 2);
+    static constexpr int STAGES = ST ? ST : (D <= 64 ? 4 : (D <= 128 ? 3 : 2));
     static constexpr int TILE_BYTES = KT * ROW_BYTES;
     static constexpr int PIPE_BYTES = STAGES * 2 * TILE_BYTES;
     static constexpr int STAGING_BYTES = NW * RPW * ((D + 8) * 4 + 8);
@@ -355,11 +356,11 @@ struct tc_shape {
     }
 };
 
-template <typename T, int D, int MT, bool KEYSPLIT, int ADDR>
-__global__ void __launch_bounds__(ATTN_THREADS, (tc_shape<D, MT, KEYSPLIT>::MINB))
+template <typename T, int D, int MT, bool KEYSPLIT, int ADDR, int ST = 0>
+__global__ void __launch_bounds__(ATTN_THREADS, (tc_shape<D, MT, KEYSPLIT, ST>::MINB))
 attn_tc_kernel(const attn_params_t P)
 {
-    typedef tc_shape<D, MT, KEYSPLIT> S;
+    typedef tc_shape<D, MT, KEYSPLIT, ST> S;
     extern __shared__ __align__(128) unsigned char smem[];
     unsigned char *pipe = smem;
     unsigned char *q_s = smem + S::REGION_BYTES;
@@ -747,11 +748,23 @@ static inline int attn_rows_per_cta(const problem_t *p, bool keysplit)
     return keysplit ? 16 * attn_keysplit_mt(p) : 16 * ATTN_WARPS;
 }
 
+/* The lean KEYSPLIT instantiation: two pipeline stages instead of three at d = 128,
+ * so that a CTA of it fits on an SM beside a CTA of the wgmma context body (the
+ * bifurcated decode part runs concurrently with the context part, and its ranges
+ * are short: gen keys per stream). Other dims have no lean form. */
+#define ATTN_LEAN_STAGES 2
+static inline bool attn_lean_fits(const problem_t *p, bool lean)
+{
+    return lean && attn_tc_path(p) && p->head_dim == 128;
+}
+
 /* Shared memory of one CTA of the body the problem uses. */
-static inline int attn_smem_bytes(const problem_t *p, bool keysplit)
+static inline int attn_smem_bytes(const problem_t *p, bool keysplit, bool lean = false)
 {
     if (!attn_tc_path(p)) return cc_smem_bytes(p->head_dim);
     int mt = keysplit ? attn_keysplit_mt(p) : 1;
+    if (keysplit && attn_lean_fits(p, lean))
+        return mt == 2 ? tc_shape<128, 2, true, ATTN_LEAN_STAGES>::SMEM : tc_shape<128, 1, true, ATTN_LEAN_STAGES>::SMEM;
 #define ATTN_SMEM_CASE(D)                                                                      \
     if (p->head_dim == D)                                                                      \
         return keysplit ? (mt == 2 ? tc_shape<D, 2, true>::SMEM : tc_shape<D, 1, true>::SMEM)  \
@@ -824,9 +837,11 @@ typedef void (*attn_kernel_fn)(const attn_params_t);
 /* Implemented in fused.cu, used by both kernels: one launch of the KEYSPLIT (or
  * CUDA-core) body over P (address mode addr, P.kv set), grid from P's extents, and
  * the merge of nslots partials into out. setup_keysplit raises the dynamic
- * shared-memory limit of the instantiation a problem uses. */
-cudaError_t attn_setup_keysplit(const problem_t *p, int addr);
-cudaError_t attn_launch_keysplit(const problem_t *p, int addr, const attn_params_t *P, cudaStream_t stream);
+ * shared-memory limit of the instantiation a problem uses; lean picks the
+ * two-stage instantiation where there is one (attn_lean_fits). */
+cudaError_t attn_setup_keysplit(const problem_t *p, int addr, bool lean);
+cudaError_t attn_launch_keysplit(const problem_t *p, int addr, const attn_params_t *P, cudaStream_t stream,
+                                 bool lean);
 cudaError_t attn_launch_merge(const problem_t *p, const attn_params_t *P, cudaStream_t stream);
 
 #endif

@@ -6,7 +6,7 @@
  * mma.sync is re-read from shared memory by each warp through ldmatrix).
  *
  * CTA: two warpgroups (256 threads), 64 query rows each, 128 rows per CTA; both
- * share every K/V tile. Keys stream through a 4-stage ring of 64-key K and V tiles
+ * share every K/V tile. Keys stream through a 3-stage ring of 64-key K and V tiles
  * copied with 16-byte cp.async (so paged and indirect addressing work as in the
  * other bodies: the next tile's row offsets are fetched a tile ahead).
  * Within a warpgroup the two GEMMs are software-pipelined as in FlashAttention-3:
@@ -32,7 +32,7 @@
 #define WG_D 128
 #define WG_ROWS 128          /* query rows per CTA: two warpgroups of 64 */
 #define WG_THREADS 256
-#define WG_STAGES 4          /* tile t+1 resident while t is consumed, two more in flight */
+#define WG_STAGES 3          /* tile t+1 resident while t is consumed, one more in flight */
 #define WG_KT ATTN_KEY_TILE  /* 64 keys per tile */
 
 struct wg_shape {
@@ -41,7 +41,7 @@ struct wg_shape {
     static constexpr int TILE = WG_KT * ROW_BYTES;            /* 16 KiB */
     static constexpr int Q_HALF = WG_ROWS * 128;
     static constexpr int Q_BYTES = WG_ROWS * ROW_BYTES;       /* 32 KiB */
-    static constexpr int PIPE = WG_STAGES * 2 * TILE;         /* 128 KiB */
+    static constexpr int PIPE = WG_STAGES * 2 * TILE;         /* 96 KiB: leaves room for a lean decode CTA */
     static constexpr int STAGING = WG_ROWS * ((WG_D + 8) * 4 + 8);
     static constexpr int RING = WG_STAGES * WG_KT * 4;
     static constexpr int ALIGN = 1024;                        /* swizzle atoms are 1 KiB aligned */

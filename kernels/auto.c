@@ -7,9 +7,9 @@
  *   bifurcated:  a larger fixed cost (a context launch, a decode launch, a merge),
  *                then its memory time (the context once per request) plus its
  *                tensor-core time, which it does not overlap as well.
- * The constants were fitted on the sweeps in results/h200/ (bifurcated.csv and
- * core.csv, 64 paired rows): the model picks the faster kernel, or one within 5% of
- * it, on 62 of them. Bifurcation wins once the context traffic it saves,
+ * The constants were fitted on the sweeps in results/h200/ (bifurcated.csv: the
+ * wgmma context body reaches about half the measured GEMM rate end to end, the
+ * mma.sync and CUDA-core paths of `fused` about a seventh). Bifurcation wins once the context traffic it saves,
  * (W - 1) * B * m_c rows of K/V, outweighs its fixed cost; with W = 1 it saves
  * nothing and is never picked. */
 #include <stddef.h>
@@ -18,11 +18,6 @@
 extern const attn_kernel_t kernel_fused;
 extern const attn_kernel_t kernel_bifurcated;
 
-#define FUSED_FIXED_US 15.0
-#define FUSED_TC_EFFICIENCY 0.15      /* of the measured fp16 GEMM rate */
-#define BIFURCATED_FIXED_US 30.0
-#define BIFURCATED_TC_EFFICIENCY 0.30
-/* Peaks assumed when `peak` has not been measured (planning only). */
 #define DEFAULT_READ_GBPS 3000.0
 #define DEFAULT_TC_TFLOPS 800.0
 

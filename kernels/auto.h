@@ -4,6 +4,12 @@
 
 #include "registry.h"
 
+/* The model's constants (auto.c says where they come from). */
+#define FUSED_FIXED_US 10.0
+#define FUSED_TC_EFFICIENCY 0.15      /* of the measured fp16 GEMM rate */
+#define BIFURCATED_FIXED_US 26.0
+#define BIFURCATED_TC_EFFICIENCY 0.48
+
 #ifdef __cplusplus
 extern "C" {
 #endif

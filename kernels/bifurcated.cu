@@ -23,6 +23,7 @@
  * fp32 and head dims without a tensor-core instantiation run both parts on the
  * CUDA-core body. */
 #include <limits.h>
+#include <stdlib.h>
 #include "attn_core.cuh"
 #include "attn_wgmma.cuh"
 
@@ -161,16 +162,47 @@ static attn_io_t bif_io(const problem_t *p, const attn_plan_t *plan)
 static int bif_ctx_addr(const problem_t *p) { return p->cache == CACHE_PAGED ? ADDR_PAGED : ADDR_CTX; }
 static int bif_dec_addr(const problem_t *p) { return p->cache == CACHE_PAGED ? ADDR_PAGED : ADDR_DEC; }
 
+/* With the wgmma context body, the decode part runs beside it on a second stream:
+ * the context part is bound by tensor-core work, the decode part (W streams' own
+ * K/V, MHA's largest traffic) by memory, so on one SM a context CTA and a lean
+ * decode CTA use different units. Fork and join are events, so the step stays one
+ * capturable sequence on the caller's stream. */
+typedef struct bif_state {
+    cudaStream_t side;
+    cudaEvent_t fork, join;
+} bif_state_t;
+
+static void bif_teardown(attn_args_t *a)
+{
+    bif_state_t *st = static_cast<bif_state_t *>(a->state);
+    if (!st) return;
+    if (st->join) cudaEventDestroy(st->join);
+    if (st->fork) cudaEventDestroy(st->fork);
+    if (st->side) cudaStreamDestroy(st->side);
+    free(st);
+    a->state = NULL;
+}
+
 static cudaError_t bif_setup(attn_args_t *a)
 {
     const problem_t *p = &a->problem;
-    cudaError_t err = attn_setup_keysplit(p, bif_dec_addr(p));
+    const bool overlap = bif_wgmma(&a->plan) && bif_ctx_keys(p) > 0;
+    cudaError_t err = attn_setup_keysplit(p, bif_dec_addr(p), overlap);
     if (err != cudaSuccess) return err;
-    if (!attn_tc_path(p)) return attn_setup_keysplit(p, bif_ctx_addr(p));
+    if (!attn_tc_path(p)) return attn_setup_keysplit(p, bif_ctx_addr(p), false);
     int threads, smem;
     attn_kernel_fn fn = ctx_pick(p, bif_ctx_addr(p), bif_wgmma(&a->plan), &threads, &smem);
     if (!fn) return cudaErrorInvalidValue;
-    return cudaFuncSetAttribute((const void *)fn, cudaFuncAttributeMaxDynamicSharedMemorySize, smem);
+    err = cudaFuncSetAttribute((const void *)fn, cudaFuncAttributeMaxDynamicSharedMemorySize, smem);
+    if (err != cudaSuccess || !overlap) return err;
+    bif_state_t *st = static_cast<bif_state_t *>(calloc(1, sizeof *st));
+    if (!st) return cudaErrorMemoryAllocation;
+    a->state = st;
+    err = cudaStreamCreateWithFlags(&st->side, cudaStreamNonBlocking);
+    if (err == cudaSuccess) err = cudaEventCreateWithFlags(&st->fork, cudaEventDisableTiming);
+    if (err == cudaSuccess) err = cudaEventCreateWithFlags(&st->join, cudaEventDisableTiming);
+    if (err != cudaSuccess) bif_teardown(a);
+    return err;
 }
 
 static cudaError_t bif_launch(attn_args_t *a, cudaStream_t stream)
@@ -180,7 +212,14 @@ static cudaError_t bif_launch(attn_args_t *a, cudaStream_t stream)
     const bool paged = p->cache == CACHE_PAGED;
     if (s.nslots > 1 && !a->workspace) return cudaErrorInvalidValue;
     attn_params_t P = attn_params_base(a, s.nslots);
+    bif_state_t *st = s.ctx_slots > 0 ? static_cast<bif_state_t *>(a->state) : NULL;
+    cudaStream_t dec_stream = st ? st->side : stream;
     cudaError_t err;
+    if (st) {
+        err = cudaEventRecord(st->fork, stream);
+        if (err == cudaSuccess) err = cudaStreamWaitEvent(st->side, st->fork, 0);
+        if (err != cudaSuccess) return err;
+    }
 
     if (s.ctx_slots > 0) {
         attn_params_t cp = P;
@@ -207,7 +246,7 @@ static cudaError_t bif_launch(attn_args_t *a, cudaStream_t stream)
             fn<<<(unsigned)ctas, threads, smem, stream>>>(cp);
             err = cudaGetLastError();
         } else {
-            err = attn_launch_keysplit(p, bif_ctx_addr(p), &cp, stream);
+            err = attn_launch_keysplit(p, bif_ctx_addr(p), &cp, stream, false);
         }
         if (err != cudaSuccess) return err;
     }
@@ -226,12 +265,14 @@ static cudaError_t bif_launch(attn_args_t *a, cudaStream_t stream)
     dp.key_begin = bif_ctx_keys(p);
     dp.key_end = problem_keys(p);
     dp.slot_base = s.ctx_slots;
-    err = attn_launch_keysplit(p, bif_dec_addr(p), &dp, stream);
+    err = attn_launch_keysplit(p, bif_dec_addr(p), &dp, dec_stream, st != NULL);
+    if (err == cudaSuccess && st) {
+        err = cudaEventRecord(st->join, st->side);
+        if (err == cudaSuccess) err = cudaStreamWaitEvent(stream, st->join, 0);
+    }
     if (err != cudaSuccess || s.nslots == 1) return err;
     return attn_launch_merge(p, &P, stream);
 }
-
-static void bif_teardown(attn_args_t *a) { (void)a; }
 
 extern "C" const attn_kernel_t kernel_bifurcated = {
     "bifurcated",

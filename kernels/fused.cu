@@ -59,10 +59,22 @@ static attn_kernel_fn cc_fn_t(int addr)
     }
 }
 
-/* The instantiation and its dynamic shared memory for a problem and address mode. */
-static attn_kernel_fn keysplit_pick(const problem_t *p, int addr, int *smem)
+/* The lean (two-stage) d = 128 instantiations, for the per-stream address modes of
+ * bifurcated's decode part. */
+template <typename T, int MT>
+static attn_kernel_fn lean_fn(int addr)
 {
-    *smem = attn_smem_bytes(p, true);
+    switch (addr) {
+    case ADDR_PAGED: return attn_tc_kernel<T, 128, MT, true, ADDR_PAGED, ATTN_LEAN_STAGES>;
+    case ADDR_DEC: return attn_tc_kernel<T, 128, MT, true, ADDR_DEC, ATTN_LEAN_STAGES>;
+    default: return NULL;
+    }
+}
+
+/* The instantiation and its dynamic shared memory for a problem and address mode. */
+static attn_kernel_fn keysplit_pick(const problem_t *p, int addr, bool lean, int *smem)
+{
+    *smem = attn_smem_bytes(p, true, lean);
     if (!attn_tc_path(p)) {
         switch (p->dtype) {
         case DTYPE_FP16: return cc_fn_t<__half>(addr);
@@ -71,22 +83,28 @@ static attn_kernel_fn keysplit_pick(const problem_t *p, int addr, int *smem)
         }
     }
     int mt = attn_keysplit_mt(p);
-    if (p->dtype == DTYPE_FP16) return keysplit_fn_t<__half>(p->head_dim, mt, addr);
+    const bool half = p->dtype == DTYPE_FP16;
+    if (attn_lean_fits(p, lean)) {
+        if (mt == 2) return half ? lean_fn<__half, 2>(addr) : lean_fn<__nv_bfloat16, 2>(addr);
+        return half ? lean_fn<__half, 1>(addr) : lean_fn<__nv_bfloat16, 1>(addr);
+    }
+    if (half) return keysplit_fn_t<__half>(p->head_dim, mt, addr);
     return keysplit_fn_t<__nv_bfloat16>(p->head_dim, mt, addr);
 }
 
-cudaError_t attn_setup_keysplit(const problem_t *p, int addr)
+cudaError_t attn_setup_keysplit(const problem_t *p, int addr, bool lean)
 {
     int smem;
-    attn_kernel_fn fn = keysplit_pick(p, addr, &smem);
+    attn_kernel_fn fn = keysplit_pick(p, addr, lean, &smem);
     if (!fn) return cudaErrorInvalidValue;
     return cudaFuncSetAttribute((const void *)fn, cudaFuncAttributeMaxDynamicSharedMemorySize, smem);
 }
 
-cudaError_t attn_launch_keysplit(const problem_t *p, int addr, const attn_params_t *P, cudaStream_t stream)
+cudaError_t attn_launch_keysplit(const problem_t *p, int addr, const attn_params_t *P, cudaStream_t stream,
+                                 bool lean)
 {
     int smem;
-    attn_kernel_fn fn = keysplit_pick(p, addr, &smem);
+    attn_kernel_fn fn = keysplit_pick(p, addr, lean, &smem);
     if (!fn) return cudaErrorInvalidValue;
     int64_t ctas = (int64_t)P->units * P->kv_heads * P->splits * P->row_tiles;
     if (ctas == 0) return cudaSuccess;
@@ -149,8 +167,13 @@ static void fused_plan(const problem_t *p, const device_info_t *dev, attn_plan_t
      * picks the fastest split count or one within noise of it). Tiles of 32 rows
      * (groups of more than 16 heads, MQA) do twice the tensor-core and softmax work
      * per byte; a second resident CTA hides that latency (results/<gpu>/core.csv,
-     * g = 1 rows), so they plan with two per SM. */
-    plan->split = attn_split(p, dev, items, problem_keys(p), attn_keysplit_mt(p) > 1 ? 2 : 1);
+     * g = 1 rows), so they plan with two per SM. So does a paged cache: its tiles
+     * gather rows from scattered blocks, whose address translation and DRAM pages
+     * add latency that one CTA's ring does not cover (16-token blocks at W = 2..16
+     * ran 1.2x slower than contiguous with one CTA per SM and faster than it with
+     * two, results/h200/paged.csv). */
+    const bool two = attn_keysplit_mt(p) > 1 || p->cache == CACHE_PAGED;
+    plan->split = attn_split(p, dev, items, problem_keys(p), two ? 2 : 1);
     plan->variant = attn_tc_path(p) ? 1 : 0; /* 1: tensor-core body, 0: CUDA-core body */
 }
 
@@ -199,7 +222,7 @@ static int fused_addr(const problem_t *p) { return p->cache == CACHE_PAGED ? ADD
 
 static cudaError_t fused_setup(attn_args_t *a)
 {
-    return attn_setup_keysplit(&a->problem, fused_addr(&a->problem));
+    return attn_setup_keysplit(&a->problem, fused_addr(&a->problem), false);
 }
 
 static cudaError_t fused_launch(attn_args_t *a, cudaStream_t stream)
@@ -225,9 +248,9 @@ static cudaError_t fused_launch(attn_args_t *a, cudaStream_t stream)
     if (split.splits > 1 && !fused_merge_apart(p, split)) {
         P.counters = reinterpret_cast<unsigned int *>(static_cast<char *>(a->workspace) +
                                                       fused_counters_offset(p, &a->plan));
-        return attn_launch_keysplit(p, addr, &P, stream);
+        return attn_launch_keysplit(p, addr, &P, stream, false);
     }
-    cudaError_t e = attn_launch_keysplit(p, addr, &P, stream);
+    cudaError_t e = attn_launch_keysplit(p, addr, &P, stream, false);
     if (e == cudaSuccess && split.splits > 1) e = attn_launch_merge(p, &P, stream);
     return e;
 }

@@ -81,7 +81,7 @@ static void test_model_terms(void **state)
     attn_kernel_find("bifurcated")->plan(&p, &dev, &b);
     /* fused: memory-bound here, so fixed cost + bytes at the measured bandwidth */
     double bytes = attn_kernel_find("fused")->io(&p, &f).bytes;
-    assert_true(fabs(auto_predict_fused_us(&p, &f, &dev) - (15.0 + bytes / 3090e3)) < 1e-6);
+    assert_true(fabs(auto_predict_fused_us(&p, &f, &dev) - (FUSED_FIXED_US + bytes / 3090e3)) < 1e-6);
     /* bifurcated moves W times less context: far cheaper at W = 64 */
     assert_true(auto_predict_bifurcated_us(&p, &b, &dev) < auto_predict_fused_us(&p, &f, &dev) / 4);
 }
