@@ -1,6 +1,6 @@
 /* The context part of `bifurcated` on Hopper's warpgroup tensor cores (wgmma,
  * sm_90a), for d = 128 in fp16/bf16 when a request's W*p query rows fill at least
- * two 64-row warpgroup tiles. This is a flash-attention forward pass with many
+ * one 64-row warpgroup tile. This is a flash-attention forward pass with many
  * query rows over one shared K/V stream: at large W*p it is bound by tensor-core
  * work, which mma.sync cannot feed at Hopper's rate (the B operand of every
  * mma.sync is re-read from shared memory by each warp through ldmatrix).

@@ -3,8 +3,10 @@
  * The model predicts each candidate's time from the bytes and FLOPs its own io()
  * reports, against the peaks `peak` measured on this GPU:
  *   fused:       a fixed cost, then the larger of its memory time (every stream reads
- *                its whole L) and its tensor-core time;
- *   bifurcated:  a larger fixed cost (a context launch, a decode launch, a merge),
+ *                its whole L; on a paged cache the shared blocks come from DRAM once
+ *                and from L2 for the other streams) and its tensor-core time;
+ *   bifurcated:  a larger fixed cost (a context launch, a decode launch, a merge;
+ *                larger still when W*p is too small for the wgmma context body),
  *                then its memory time (the context once per request) plus its
  *                tensor-core time, which it does not overlap as well.
  * The constants were fitted on the sweeps in results/h200/ (bifurcated.csv: the
@@ -21,14 +23,18 @@ extern const attn_kernel_t kernel_bifurcated;
 #define DEFAULT_READ_GBPS 3000.0
 #define DEFAULT_TC_TFLOPS 800.0
 
+static double read_gbps(const device_info_t *dev)
+{
+    return dev->peak_read_gbps > 0 ? dev->peak_read_gbps : DEFAULT_READ_GBPS;
+}
+
 static void model_terms(const attn_kernel_t *k, const problem_t *p, const attn_plan_t *plan,
                         const device_info_t *dev, double tc_efficiency, double *t_bytes,
                         double *t_flops)
 {
     attn_io_t io = k->io(p, plan);
-    double gbps = dev->peak_read_gbps > 0 ? dev->peak_read_gbps : DEFAULT_READ_GBPS;
     double tflops = dev->peak_tc_tflops > 0 ? dev->peak_tc_tflops : DEFAULT_TC_TFLOPS;
-    *t_bytes = io.bytes / (gbps * 1e3);
+    *t_bytes = io.bytes / (read_gbps(dev) * 1e3);
     *t_flops = io.flops / (tflops * tc_efficiency * 1e6);
 }
 
@@ -37,6 +43,12 @@ double auto_predict_fused_us(const problem_t *p, const attn_plan_t *plan, const 
 {
     double tb, tf;
     model_terms(&kernel_fused, p, plan, dev, FUSED_TC_EFFICIENCY, &tb, &tf);
+    if (p->cache == CACHE_PAGED) {
+        /* DRAM sees a shared block once, but every stream still reads it, the W-1
+         * repeats from L2 at about FUSED_PAGED_REREAD_SPEEDUP times DRAM's rate */
+        double reread = io_kv_bytes_replicated(p) / (FUSED_PAGED_REREAD_SPEEDUP * read_gbps(dev) * 1e3);
+        if (reread > tb) tb = reread;
+    }
     return FUSED_FIXED_US + (tb > tf ? tb : tf);
 }
 
@@ -45,7 +57,8 @@ double auto_predict_bifurcated_us(const problem_t *p, const attn_plan_t *plan,
 {
     double tb, tf;
     model_terms(&kernel_bifurcated, p, plan, dev, BIFURCATED_TC_EFFICIENCY, &tb, &tf);
-    return BIFURCATED_FIXED_US + tb + tf;
+    double fixed = bifurcated_context_on_wgmma(plan) ? BIFURCATED_FIXED_US : BIFURCATED_ROWSPLIT_FIXED_US;
+    return fixed + tb + tf;
 }
 
 static const char *auto_unsupported(const problem_t *p)

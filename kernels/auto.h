@@ -7,7 +7,9 @@
 /* The model's constants (auto.c says where they come from). */
 #define FUSED_FIXED_US 10.0
 #define FUSED_TC_EFFICIENCY 0.15      /* of the measured fp16 GEMM rate */
-#define BIFURCATED_FIXED_US 26.0
+#define FUSED_PAGED_REREAD_SPEEDUP 1.5 /* L2 re-reads of shared paged blocks vs DRAM reads */
+#define BIFURCATED_FIXED_US 26.0        /* context part on the wgmma body */
+#define BIFURCATED_ROWSPLIT_FIXED_US 34.0 /* context part on the mma.sync body (W*p < 64) */
 #define BIFURCATED_TC_EFFICIENCY 0.48
 
 #ifdef __cplusplus
@@ -16,6 +18,8 @@ extern "C" {
 
 double auto_predict_fused_us(const problem_t *p, const attn_plan_t *plan, const device_info_t *dev);
 double auto_predict_bifurcated_us(const problem_t *p, const attn_plan_t *plan, const device_info_t *dev);
+/* Whether a `bifurcated` plan runs its context part on the wgmma body (bifurcated.cu). */
+int bifurcated_context_on_wgmma(const attn_plan_t *plan);
 
 #ifdef __cplusplus
 }

@@ -52,14 +52,17 @@ static attn_kernel_fn ctx_fn_t(int d, int addr)
  * set when the context part runs on the wgmma body. */
 #define BIF_WGMMA 1
 
-/* The wgmma body takes the context part on Hopper at d = 128 once W*p fills both of
- * its 64-row warpgroups; below that the 64-row ROWSPLIT body wastes less. */
+/* The wgmma body takes the context part on Hopper at d = 128 once W*p fills one of
+ * its two 64-row warpgroups: from there on its tensor-core rate, and the decode
+ * part it lets run beside it, outweigh an idle warpgroup. Below that the 64-row
+ * ROWSPLIT body wastes less. */
 static bool bif_wgmma_fits(const problem_t *p, const device_info_t *dev)
 {
     return dev && dev->cc == 90 && attn_tc_path(p) && p->head_dim == WG_D &&
-           p->beam * problem_group(p) > WG_ROWS / 2;
+           p->beam * problem_group(p) >= WG_ROWS / 2;
 }
 static bool bif_wgmma(const attn_plan_t *plan) { return plan && (plan->variant & BIF_WGMMA); }
+extern "C" int bifurcated_context_on_wgmma(const attn_plan_t *plan) { return bif_wgmma(plan); }
 
 template <typename T>
 static attn_kernel_fn wgmma_fn_t(int addr)

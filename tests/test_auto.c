@@ -15,6 +15,7 @@ static device_info_t h100(void)
     device_info_t d;
     memset(&d, 0, sizeof d);
     snprintf(d.gpu, sizeof d.gpu, "h100");
+    d.cc = 90;
     d.sm_count = 132;
     d.smem_per_block_optin = 227 * 1024;
     d.smem_per_sm = 228 * 1024;
@@ -59,6 +60,19 @@ static void test_shared_context_is_bifurcated(void **state)
     assert_string_equal(picks(shape(16, 32, 8192)), "bifurcated");
     assert_string_equal(picks(shape(256, 8, 32768)), "bifurcated");
     assert_string_equal(picks(shape(16, 1, 32768)), "bifurcated");
+}
+
+static void test_paged_shared_prefix_is_bifurcated(void **state)
+{
+    (void)state;
+    /* on a paged cache DRAM sees the shared prefix once either way, but fused still
+     * reads it once per stream (from L2): bifurcation wins for the same reason */
+    problem_t p = shape(16, 32, 8192);
+    p.cache = CACHE_PAGED;
+    p.block_size = 64;
+    assert_string_equal(picks(p), "bifurcated");
+    p.beam = 1;
+    assert_string_equal(picks(p), "fused");
 }
 
 static void test_few_streams_of_mqa_stay_fused(void **state)
@@ -129,6 +143,7 @@ int main(void)
         cmocka_unit_test(test_shared_context_is_bifurcated),
         cmocka_unit_test(test_short_context_long_decode_is_fused),
         cmocka_unit_test(test_few_streams_of_mqa_stay_fused),
+        cmocka_unit_test(test_paged_shared_prefix_is_bifurcated),
         cmocka_unit_test(test_model_terms),
         cmocka_unit_test(test_plan_follows_the_picked_kernel),
         cmocka_unit_test(test_unsupported_by_bifurcated_falls_back),
