@@ -120,18 +120,22 @@ if awk -F, 'NR == 1 { for (i = 1; i <= NF; i++) if ($i == "model") m = i; next }
     # the paper's Figure 7 compares the 1B family of Table 4
     models="--where model=1b-mh,1b-mg,1b-mq"
 fi
-# one layer count per figure: per-layer sweeps and whole-model tables do not mix
-layers=$(awk -F, -v ctx="$ctx" 'NR == 1 { for (i = 1; i <= NF; i++) { if ($i == "ctx") c = i; if ($i == "batch") b = i; if ($i == "layers") l = i }; next }
-                  $b == 1 && $c == ctx { n[$l]++ } END { for (k in n) if (n[k] > best) { best = n[k]; m = k }; print m }' "$all")
-if [ -n "$ctx" ] && [ -n "$layers" ]; then
+# one layer count per figure, the commonest at that context: per-layer sweeps and
+# whole-model tables do not mix (the 1B family keeps each model's own count)
+layers=""
+if [ -z "$models" ]; then
+    layers=$(awk -F, -v ctx="$ctx" 'NR == 1 { for (i = 1; i <= NF; i++) { if ($i == "ctx") c = i; if ($i == "batch") b = i; if ($i == "layers") l = i }; next }
+                      $b == 1 && $c == ctx { n[$l]++ } END { for (k in n) if (n[k] > best) { best = n[k]; m = k }; print m }' "$all")
+fi
+if [ -n "$ctx" ]; then
     dat=$tmp/fig7.csv
     # shellcheck disable=SC2086
     if "$ab" table --in "$all" --rows beam --cols attn,kernel --value ms_per_token \
            --where batch=1 --where kernel=bifurcated,fused --where cache=contiguous \
-           --where ctx="$ctx" --where layers="$layers" $models --format csv > "$dat" && has_data "$dat"; then
+           --where ctx="$ctx" ${layers:+--where layers="$layers"} $models --format csv > "$dat" && has_data "$dat"; then
         styles "$dat"
         draw fig7_attention_types.gp "$out_dir/fig7_ctx$ctx.png" \
-            "datafile='$dat'; ncols=$(ncols "$dat"); dashes='$dashes'; colors='$colors'; what='context $ctx, $layers layer(s)${models:+, models 1b-mh/mg/mq}'"
+            "datafile='$dat'; ncols=$(ncols "$dat"); dashes='$dashes'; colors='$colors'; what='context $ctx${layers:+, $layers layer(s)}${models:+, models 1b-mh/mg/mq}'"
     fi
 fi
 
