@@ -17,6 +17,7 @@
 #include "../kernels/registry.h"
 #include "../kernels/cublas_common.cuh"
 #include "../kernels/kv_fill.h"
+#include "test_problem.h"
 
 extern const attn_kernel_t kernel_cublas;
 extern const attn_kernel_t kernel_cublas_bifurcated;
@@ -25,14 +26,7 @@ extern const attn_kernel_t kernel_cublas_bifurcated;
 
 static problem_t small_problem(int batch, int beam, int heads, int kv_heads, int d, int ctx, int gen)
 {
-    problem_t p = problem_default();
-    p.batch = batch;
-    p.beam = beam;
-    p.heads = heads;
-    p.kv_heads = kv_heads;
-    p.head_dim = d;
-    p.ctx = ctx;
-    p.gen = gen;
+    problem_t p = test_problem(batch, beam, heads, kv_heads, d, ctx, gen);
     p.dtype = DTYPE_FP32;
     return p;
 }

@@ -12,23 +12,13 @@
 
 #include "../harness/layouts.h"
 #include "../kernels/kv_fill.h"
+#include "test_problem.h"
 
+/* heads = 2 * kv_heads: two query heads per group */
 static problem_t make_problem(int batch, int beam, int kv_heads, int head_dim, int ctx, int gen,
                               int block_size)
 {
-    problem_t p = problem_default();
-    p.batch = batch;
-    p.beam = beam;
-    p.heads = kv_heads * 2;
-    p.kv_heads = kv_heads;
-    p.head_dim = head_dim;
-    p.ctx = ctx;
-    p.gen = gen;
-    p.cache = CACHE_PAGED;
-    p.block_size = block_size;
-    char msg[256];
-    assert_int_equal(problem_validate(&p, msg, sizeof msg), 0);
-    return p;
+    return test_paged_problem(batch, beam, 2 * kv_heads, kv_heads, head_dim, ctx, gen, block_size);
 }
 
 static void test_geometry_values(void **state)

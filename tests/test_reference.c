@@ -15,24 +15,8 @@
 #include "../harness/layouts.h"
 #include "../kernels/kv_fill.h"
 #include "../reference/reference.h"
+#include "test_problem.h"
 
-static problem_t make_problem(int batch, int beam, int heads, int kv_heads, int head_dim, int ctx,
-                              int gen, int block_size)
-{
-    problem_t p = problem_default();
-    p.batch = batch;
-    p.beam = beam;
-    p.heads = heads;
-    p.kv_heads = kv_heads;
-    p.head_dim = head_dim;
-    p.ctx = ctx;
-    p.gen = gen;
-    p.cache = CACHE_PAGED;
-    p.block_size = block_size;
-    char msg[256];
-    assert_int_equal(problem_validate(&p, msg, sizeof msg), 0);
-    return p;
-}
 
 /* A reference source together with the buffers it owns. */
 typedef struct built {
@@ -115,7 +99,7 @@ static void test_all_layouts_agree(void **state)
     (void)state;
     for (size_t c = 0; c < sizeof agree_cases / sizeof agree_cases[0]; ++c) {
         const int *k = agree_cases[c];
-        problem_t p = make_problem(k[0], k[1], k[2], k[3], k[4], k[5], k[6], k[7]);
+        problem_t p = test_paged_problem(k[0], k[1], k[2], k[3], k[4], k[5], k[6], k[7]);
         const uint64_t seed = 2024 + c;
         int32_t *hist = k[8] ? beam_history_build(&p, seed) : NULL;
         if (k[8]) assert_non_null(hist);
@@ -146,7 +130,7 @@ static void test_all_layouts_agree(void **state)
 static void test_outputs_depend_on_inputs(void **state)
 {
     (void)state;
-    problem_t p = make_problem(1, 2, 2, 1, 16, 10, 5, 8);
+    problem_t p = test_paged_problem(1, 2, 2, 1, 16, 10, 5, 8);
     built_t a, b;
     build(&a, &p, LAYOUT_CONTIGUOUS, 1, NULL, 0);
     build(&b, &p, LAYOUT_CONTIGUOUS, 2, NULL, 0);
@@ -166,7 +150,7 @@ static void test_indirection_equals_copied_rows(void **state)
     (void)state;
     const int B = 2, W = 3, g = 1, d = 16, ctx = 5, gen = 7, L = ctx + gen;
     const uint64_t seed = 77;
-    problem_t p = make_problem(B, W, 2, g, d, ctx, gen, 8);
+    problem_t p = test_paged_problem(B, W, 2, g, d, ctx, gen, 8);
     int32_t *hist = beam_history_build(&p, seed);
     assert_non_null(hist);
     kv_geometry_t geom = kv_geometry_make(&p, LAYOUT_CONTIGUOUS);
@@ -209,10 +193,10 @@ static void test_grouped_heads_equal_expanded_mha(void **state)
     const int B = 1, W = 2, h = 4, d = 16, ctx = 9, gen = 4, L = ctx + gen;
     const uint64_t seed = 5;
     const int groups[] = {1, 2, 4};
-    problem_t mha = make_problem(B, W, h, h, d, ctx, gen, 8);
+    problem_t mha = test_paged_problem(B, W, h, h, d, ctx, gen, 8);
     for (int gi = 0; gi < 3; ++gi) {
         const int g = groups[gi];
-        problem_t grouped = make_problem(B, W, h, g, d, ctx, gen, 8);
+        problem_t grouped = test_paged_problem(B, W, h, g, d, ctx, gen, 8);
         built_t src;
         build(&src, &grouped, LAYOUT_CONTIGUOUS, seed, NULL, 1);
         float *expanded = malloc((size_t)B * W * 2 * h * L * d * sizeof *expanded);
@@ -245,7 +229,7 @@ static void test_tiny_closed_form(void **state)
 {
     (void)state;
     const int d = 8, L = 2;
-    problem_t p = make_problem(1, 1, 1, 1, d, 1, 1, 8);
+    problem_t p = test_paged_problem(1, 1, 1, 1, d, 1, 1, 8);
     const uint64_t seed = 3;
     float cache[2 * 2 * 8] = {0}; /* [stream 1][K,V][g 1][L 2][d 8] */
     float *k0 = cache, *k1 = cache + d, *v0 = cache + L * d, *v1 = cache + L * d + d;
@@ -290,7 +274,7 @@ static void test_large_logits_stay_finite(void **state)
     (void)state;
     const int W = 2, h = 2, d = 64, ctx = 40, gen = 9, L = ctx + gen;
     const uint64_t seed = 8;
-    problem_t p = make_problem(1, W, h, 1, d, ctx, gen, 8);
+    problem_t p = test_paged_problem(1, W, h, 1, d, ctx, gen, 8);
     p.q_scaling = 1e-3;
     built_t b;
     build(&b, &p, LAYOUT_CONTIGUOUS, seed, NULL, 0);
@@ -331,7 +315,7 @@ static void test_large_logits_stay_finite(void **state)
 static void test_incomplete_source_gives_nan(void **state)
 {
     (void)state;
-    problem_t p = make_problem(1, 1, 2, 1, 8, 4, 4, 8);
+    problem_t p = test_paged_problem(1, 1, 2, 1, 8, 4, 4, 8);
     built_t b;
     build(&b, &p, LAYOUT_PAGED, 1, NULL, 1);
     b.src.block_table = NULL;
@@ -386,7 +370,7 @@ static void test_error_metrics(void **state)
 static void test_error_scale_separates_right_from_wrong(void **state)
 {
     (void)state;
-    problem_t p = make_problem(1, 1, 2, 2, 64, 50, 5, 8);
+    problem_t p = test_paged_problem(1, 1, 2, 2, 64, 50, 5, 8);
     built_t b;
     build(&b, &p, LAYOUT_CONTIGUOUS, 9, NULL, 0);
     double r0[64], r1[64];

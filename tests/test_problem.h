@@ -1,0 +1,33 @@
+/* The problem the CPU tests build their cases from: problem_default() with the
+ * shape given, and on a paged cache a block size; the paged form must validate. */
+#ifndef ATTNBENCH_TEST_PROBLEM_H
+#define ATTNBENCH_TEST_PROBLEM_H
+
+#include "../harness/problem.h"
+
+static inline problem_t test_problem(int batch, int beam, int heads, int kv_heads, int head_dim, int ctx,
+                                     int gen)
+{
+    problem_t p = problem_default();
+    p.batch = batch;
+    p.beam = beam;
+    p.heads = heads;
+    p.kv_heads = kv_heads;
+    p.head_dim = head_dim;
+    p.ctx = ctx;
+    p.gen = gen;
+    return p;
+}
+
+static inline problem_t test_paged_problem(int batch, int beam, int heads, int kv_heads, int head_dim,
+                                           int ctx, int gen, int block_size)
+{
+    problem_t p = test_problem(batch, beam, heads, kv_heads, head_dim, ctx, gen);
+    p.cache = CACHE_PAGED;
+    p.block_size = block_size;
+    char msg[256];
+    assert_int_equal(problem_validate(&p, msg, sizeof msg), 0);
+    return p;
+}
+
+#endif
