@@ -75,6 +75,34 @@ static void test_paged_shared_prefix_is_bifurcated(void **state)
     assert_string_equal(picks(p), "fused");
 }
 
+static void test_wgmma_context_body_from_64_rows_on_hopper(void **state)
+{
+    (void)state;
+    device_info_t dev = h100();
+    const attn_kernel_t *b = attn_kernel_find("bifurcated");
+    attn_plan_t plan;
+    problem_t p = shape(16, 8, 8192); /* W*p = 16*4 = 64 rows: one warpgroup tile */
+    memset(&plan, 0, sizeof plan);
+    b->plan(&p, &dev, &plan);
+    assert_true(bifurcated_context_on_wgmma(&plan));
+    p = shape(8, 8, 8192);            /* 32 rows: the mma.sync body wastes less */
+    memset(&plan, 0, sizeof plan);
+    b->plan(&p, &dev, &plan);
+    assert_false(bifurcated_context_on_wgmma(&plan));
+    /* and its fixed cost is the larger one */
+    assert_true(auto_predict_bifurcated_us(&p, &plan, &dev) >= BIFURCATED_ROWSPLIT_FIXED_US);
+    p = shape(16, 8, 8192);
+    p.head_dim = 64;                  /* only d = 128 has a wgmma body */
+    memset(&plan, 0, sizeof plan);
+    b->plan(&p, &dev, &plan);
+    assert_false(bifurcated_context_on_wgmma(&plan));
+    p = shape(16, 8, 8192);
+    dev.cc = 80;                      /* not Hopper: no wgmma */
+    memset(&plan, 0, sizeof plan);
+    b->plan(&p, &dev, &plan);
+    assert_false(bifurcated_context_on_wgmma(&plan));
+}
+
 static void test_few_streams_of_mqa_stay_fused(void **state)
 {
     (void)state;
@@ -144,6 +172,7 @@ int main(void)
         cmocka_unit_test(test_short_context_long_decode_is_fused),
         cmocka_unit_test(test_few_streams_of_mqa_stay_fused),
         cmocka_unit_test(test_paged_shared_prefix_is_bifurcated),
+        cmocka_unit_test(test_wgmma_context_body_from_64_rows_on_hopper),
         cmocka_unit_test(test_model_terms),
         cmocka_unit_test(test_plan_follows_the_picked_kernel),
         cmocka_unit_test(test_unsupported_by_bifurcated_falls_back),

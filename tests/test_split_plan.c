@@ -11,7 +11,9 @@
 #include <string.h>
 
 #include "../kernels/logical_data.h"
+#include "../kernels/registry.h"
 #include "../kernels/split_plan.h"
+#include "test_problem.h"
 
 /* What every plan must satisfy: chunks are whole tiles, cover the keys, and none is empty. */
 static void check_plan_shape(split_plan_t s, int keys, int tile)
@@ -271,6 +273,29 @@ static void test_lse_merge_hand_values(void **state)
     assert_true(fabs(acc[1] - (2.0 * a - 2.0)) < 1e-6);
 }
 
+/* fused's planner: one CTA per SM for contiguous 16-row tiles, two on a paged cache,
+ * whose scattered blocks need more loads in flight. W = 4, g = 32 is 128 (stream,
+ * head) items: one split fills the 132 SMs' single slots, a paged cache takes two. */
+static void test_fused_plans_two_ctas_per_sm_on_paged_caches(void **state)
+{
+    (void)state;
+    device_info_t dev;
+    memset(&dev, 0, sizeof dev);
+    dev.cc = 90;
+    dev.sm_count = 132;
+    dev.smem_per_sm = 228 * 1024;
+    const attn_kernel_t *fused = attn_kernel_find("fused");
+    problem_t p = test_problem(1, 4, 32, 32, 128, 16384, 128);
+    attn_plan_t plan;
+    memset(&plan, 0, sizeof plan);
+    fused->plan(&p, &dev, &plan);
+    assert_int_equal(plan.split.splits, 1);
+    p = test_paged_problem(1, 4, 32, 32, 128, 16384, 128, 16);
+    memset(&plan, 0, sizeof plan);
+    fused->plan(&p, &dev, &plan);
+    assert_int_equal(plan.split.splits, 2);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -284,6 +309,7 @@ int main(void)
         cmocka_unit_test(test_lse_merge_equals_one_pass),
         cmocka_unit_test(test_lse_merge_empty_is_identity),
         cmocka_unit_test(test_lse_merge_hand_values),
+        cmocka_unit_test(test_fused_plans_two_ctas_per_sm_on_paged_caches),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
