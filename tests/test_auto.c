@@ -75,32 +75,35 @@ static void test_paged_shared_prefix_is_bifurcated(void **state)
     assert_string_equal(picks(p), "fused");
 }
 
+/* bifurcated's plan for p on dev, and whether it puts the context part on wgmma. */
+static attn_plan_t bifurcated_plan(problem_t p, const device_info_t *dev)
+{
+    attn_plan_t plan;
+    memset(&plan, 0, sizeof plan);
+    attn_kernel_find("bifurcated")->plan(&p, dev, &plan);
+    return plan;
+}
+static int on_wgmma(problem_t p, const device_info_t *dev)
+{
+    attn_plan_t plan = bifurcated_plan(p, dev);
+    return bifurcated_context_on_wgmma(&plan);
+}
+
 static void test_wgmma_context_body_from_64_rows_on_hopper(void **state)
 {
     (void)state;
     device_info_t dev = h100();
-    const attn_kernel_t *b = attn_kernel_find("bifurcated");
-    attn_plan_t plan;
-    problem_t p = shape(16, 8, 8192); /* W*p = 16*4 = 64 rows: one warpgroup tile */
-    memset(&plan, 0, sizeof plan);
-    b->plan(&p, &dev, &plan);
-    assert_true(bifurcated_context_on_wgmma(&plan));
-    p = shape(8, 8, 8192);            /* 32 rows: the mma.sync body wastes less */
-    memset(&plan, 0, sizeof plan);
-    b->plan(&p, &dev, &plan);
-    assert_false(bifurcated_context_on_wgmma(&plan));
+    assert_true(on_wgmma(shape(16, 8, 8192), &dev));   /* W*p = 16*4 = 64 rows: one warpgroup tile */
+    problem_t p = shape(8, 8, 8192);                   /* 32 rows: the mma.sync body wastes less */
+    assert_false(on_wgmma(p, &dev));
     /* and its fixed cost is the larger one */
+    attn_plan_t plan = bifurcated_plan(p, &dev);
     assert_true(auto_predict_bifurcated_us(&p, &plan, &dev) >= BIFURCATED_ROWSPLIT_FIXED_US);
     p = shape(16, 8, 8192);
-    p.head_dim = 64;                  /* only d = 128 has a wgmma body */
-    memset(&plan, 0, sizeof plan);
-    b->plan(&p, &dev, &plan);
-    assert_false(bifurcated_context_on_wgmma(&plan));
-    p = shape(16, 8, 8192);
-    dev.cc = 80;                      /* not Hopper: no wgmma */
-    memset(&plan, 0, sizeof plan);
-    b->plan(&p, &dev, &plan);
-    assert_false(bifurcated_context_on_wgmma(&plan));
+    p.head_dim = 64;                                   /* only d = 128 has a wgmma body */
+    assert_false(on_wgmma(p, &dev));
+    dev.cc = 80;                                       /* not Hopper: no wgmma */
+    assert_false(on_wgmma(shape(16, 8, 8192), &dev));
 }
 
 static void test_few_streams_of_mqa_stay_fused(void **state)
