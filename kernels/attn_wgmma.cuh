@@ -11,18 +11,18 @@
  * other bodies: the next tile's row offsets are fetched a tile ahead).
  * Within a warpgroup the two GEMMs are software-pipelined as in FlashAttention-3:
  * S_{t+1} = Q K_{t+1} and O += P_t V_t are issued together; the softmax of S_{t+1}
- * runs while P_t V_t is still on the tensor cores, and O is rescaled once it lands. Shared
- * tiles use the 128-byte swizzle wgmma reads: a 128-element row is two 64-element
- * halves of 128 bytes, half h of a tile at h * rows * 128, and the 16-byte chunk c
- * of row r sits at chunk position c ^ (r & 7).
+ * runs while P_t V_t is still on the tensor cores, and O is rescaled once it lands.
+ * Shared tiles use the 128-byte swizzle wgmma reads: a 128-element row is two
+ * 64-element halves of 128 bytes, half h of a tile at h * rows * 128, and the
+ * 16-byte chunk c of row r sits at chunk position c ^ (r & 7).
  *   S = Q Kᵀ: wgmma m64n64k16, A = Q and B = K both K-major from shared memory.
  *   O += P V: wgmma m64n128k16, A = P in registers (the S accumulator layout is
  *   the A fragment layout, as with mma.sync), B = V MN-major (transposed) from
  *   shared memory.
  * The online softmax is the tensor-core body's, on the 64x64 S tile a warpgroup
- * holds (rows lane/4 and lane/4 + 8 of each warp's 16, as with mma.sync). The epilogue stages (m, l, O) in the drained ring and shares
- * combine_and_emit with the other bodies (final output, or a split's partial and
- * the last split's merge). */
+ * holds (rows lane/4 and lane/4 + 8 of each warp's 16, as with mma.sync). The
+ * epilogue stages (m, l, O) in the drained ring and shares combine_and_emit with
+ * the other bodies (final output, or a split's partial and the last split's merge). */
 #ifndef ATTNBENCH_ATTN_WGMMA_CUH
 #define ATTNBENCH_ATTN_WGMMA_CUH
 
@@ -361,7 +361,7 @@ __global__ void __launch_bounds__(WG_THREADS, 1) attn_wgmma_ctx_kernel(const att
     __syncthreads();
     combine_and_emit<T>(P, c, st_o, st_m, st_l, WG_ROWS, 1, WG_ROWS, WG_D);
 #else
-    __trap(); /* built without sm_90a: the host never picks this body (bif_use_wgmma) */
+    __trap(); /* built without sm_90a: the host never picks this body (bif_wgmma_fits) */
 #endif
 }
 

@@ -11,9 +11,9 @@
  *                tensor-core time, which it does not overlap as well.
  * The constants were fitted on the sweeps in results/h200/ (bifurcated.csv: the
  * wgmma context body reaches about half the measured GEMM rate end to end, the
- * mma.sync and CUDA-core paths of `fused` about a seventh). Bifurcation wins once the context traffic it saves,
- * (W - 1) * B * m_c rows of K/V, outweighs its fixed cost; with W = 1 it saves
- * nothing and is never picked. */
+ * mma.sync and CUDA-core paths of `fused` about a seventh). Bifurcation wins once
+ * the context traffic it saves, (W - 1) * B * m_c rows of K/V, outweighs its fixed
+ * cost; with W = 1 it saves nothing and is never picked. */
 #include <stddef.h>
 #include "auto.h"
 

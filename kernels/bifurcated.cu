@@ -279,8 +279,9 @@ static cudaError_t bif_launch(attn_args_t *a, cudaStream_t stream)
 
 extern "C" const attn_kernel_t kernel_bifurcated = {
     "bifurcated",
-    "bifurcated attention: context read once per request for all W*p queries (wgmma on Hopper at d 128 "
-    "and W*p >= 64, else mma.sync), decode part per stream (beside the wgmma part, on a second stream), log-sum-exp merge",
+    "bifurcated attention: context read once per request for all W*p queries (wgmma on Hopper at "
+    "d 128 and W*p >= 64, else mma.sync), decode part per stream (beside the wgmma part, on a "
+    "second stream), log-sum-exp merge",
     "contiguous (split context/decoded buffers), paged (shared context blocks); fp16, bf16 (tensor cores at "
     "d 64/80/96/128/256), fp32; d multiple of 8 up to 256; any h/g, W; indirection; --multi-block, --splits",
     attn_core_unsupported,
