@@ -27,6 +27,7 @@
 #define ATTNBENCH_ATTN_WGMMA_CUH
 
 #include <type_traits>
+#include <cuda.h>
 #include "attn_core.cuh"
 
 #define WG_D 128
@@ -93,6 +94,31 @@ __device__ __forceinline__ float fast_exp2(float x)
 /* cp.async writes shared memory through the generic proxy; wgmma reads it through the async one. */
 __device__ __forceinline__ void fence_proxy_async() { asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory"); }
 
+/* Transaction barriers and the tensor-memory accelerator (TMA), for the contiguous
+ * context: one thread copies a whole 64-key tile with four 64x64 box loads that
+ * land in the 128-byte swizzle wgmma reads, and the barrier's phase flips once all
+ * their bytes have arrived. */
+__device__ __forceinline__ void mbar_init(uint32_t bar, int count)
+{
+    asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;\n" ::"r"(bar), "r"(count) : "memory");
+}
+__device__ __forceinline__ void mbar_expect_tx(uint32_t bar, int bytes)
+{
+    asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\n" ::"r"(bar), "r"(bytes) : "memory");
+}
+__device__ __forceinline__ void mbar_wait(uint32_t bar, int parity)
+{
+    asm volatile("{\n .reg .pred done;\n"
+                 "WAIT_%=:\n mbarrier.try_wait.parity.shared::cta.b64 done, [%0], %1;\n"
+                 " @!done bra WAIT_%=;\n}\n" ::"r"(bar), "r"(parity) : "memory");
+}
+__device__ __forceinline__ void tma_load_3d(uint32_t dst, const CUtensorMap *map, int x, int y, int z, uint32_t bar)
+{
+    asm volatile("cp.async.bulk.tensor.3d.shared::cluster.global.tile.mbarrier::complete_tx::bytes"
+                 " [%0], [%1, {%2, %3, %4}], [%5];\n" ::"r"(dst), "l"(reinterpret_cast<uint64_t>(map)),
+                 "r"(x), "r"(y), "r"(z), "r"(bar) : "memory");
+}
+
 #define WG_F4(i) "+f"(d[i]), "+f"(d[i + 1]), "+f"(d[i + 2]), "+f"(d[i + 3])
 #define WG_F16(i) WG_F4(i), WG_F4(i + 4), WG_F4(i + 8), WG_F4(i + 12)
 #define WG_R32                                                                                   \
@@ -142,17 +168,26 @@ __device__ __forceinline__ void wg_mma_rs(float (&d)[64], const uint32_t (&a)[4]
 #undef WG_RS
 #endif
 
+/* ctx_map: the context K/V as a [B*2*g, m_c, d] tensor for the TMA (ADDR_CTX only). */
 template <typename T, int ADDR>
-__global__ void __launch_bounds__(WG_THREADS, 1) attn_wgmma_ctx_kernel(const attn_params_t P)
+__global__ void __launch_bounds__(WG_THREADS, 1)
+    attn_wgmma_ctx_kernel(const attn_params_t P, const __grid_constant__ CUtensorMap ctx_map)
 {
 #ifdef WG_ENABLED
     typedef wg_shape S;
+    /* The contiguous context is one dense [m_c, d] matrix per (request, head): the TMA
+     * copies its tiles and per-stage barriers replace the CTA-wide barrier of the
+     * cp.async ring, so the two warpgroups need not move in lockstep. */
+    constexpr bool TMA = ADDR == ADDR_CTX;
     extern __shared__ __align__(128) unsigned char smem_raw[];
     const uint32_t raw = smem_addr(smem_raw);
     unsigned char *base = smem_raw + ((S::ALIGN - (raw & (S::ALIGN - 1))) & (S::ALIGN - 1));
     unsigned char *q_s = base;
     unsigned char *pipe = base + S::Q_BYTES;
     uint32_t *off_ring = reinterpret_cast<uint32_t *>(pipe + S::PIPE);
+    /* TMA: the ring holds a transaction barrier and a release count per stage instead */
+    uint64_t *full = reinterpret_cast<uint64_t *>(pipe + S::PIPE);
+    unsigned int *released = reinterpret_cast<unsigned int *>(full + WG_STAGES);
 
     const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5, wg = warp >> 2;
     const cta_coord c = cta_decompose(P);
@@ -180,10 +215,36 @@ __global__ void __launch_bounds__(WG_THREADS, 1) attn_wgmma_ctx_kernel(const att
         }
     };
 
-    /* Prologue: row offsets of the first tiles, Q, then STAGES-1 tiles in flight. */
-    if (tid < WG_KT)
+    /* TMA: tile j into stage j % STAGES, its barrier expecting the K and V bytes. */
+    auto tma_tile = [&](int j) {
+        const uint32_t bar = smem_addr(&full[j % WG_STAGES]);
+        const uint32_t ks = stage_k(j), vs = ks + S::TILE;
+        const int key = c.k_lo + j * WG_KT;
+        const int mk = c.unit * 2 * P.kv_heads + c.head, mv = mk + P.kv_heads;
+        mbar_expect_tx(bar, 2 * S::TILE);
+        tma_load_3d(ks, &ctx_map, 0, key, mk, bar);
+        tma_load_3d(ks + S::HALF_TILE, &ctx_map, 64, key, mk, bar);
+        tma_load_3d(vs, &ctx_map, 0, key, mv, bar);
+        tma_load_3d(vs + S::HALF_TILE, &ctx_map, 64, key, mv, bar);
+    };
+    /* Warps that read each tile: the stage is refilled when the last of them is done. */
+    const unsigned int readers =
+        4u * (c.row_tile * P.rows_per_cta + 64 < P.rows_per_unit ? 2u : 1u);
+
+    /* Prologue: row offsets of the first tiles (TMA: the barriers), Q, then STAGES-1
+     * tiles in flight (TMA: all STAGES). */
+    if (TMA) {
+        if (tid == 0) {
+            for (int j = 0; j < WG_STAGES; ++j) {
+                mbar_init(smem_addr(&full[j]), 1);
+                released[j] = 0;
+            }
+            asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
+        }
+    } else if (tid < WG_KT) {
         for (int j = 0; j < WG_STAGES; ++j)
             off_ring[j * WG_KT + tid] = j < ntiles ? tile_row_offset(j, tid) : NO_ROW;
+    }
     for (int i = tid; i < WG_ROWS * (WG_D / 8); i += WG_THREADS) {
         int r = i >> 4, ch = i & 15, stream = 0, head = 0;
         bool ok = row_target(P, c, r, &stream, &head);
@@ -191,10 +252,16 @@ __global__ void __launch_bounds__(WG_THREADS, 1) attn_wgmma_ctx_kernel(const att
         cp_async16(smem_addr(q_s) + S::off(WG_ROWS, r, ch), src, ok ? 16 : 0);
     }
     __syncthreads();
-#pragma unroll
-    for (int j = 0; j < WG_STAGES - 1; ++j) {
-        if (j < ntiles) load_tile(j);
+    if (TMA) {
         cp_async_commit();
+        if (tid == 0)
+            for (int j = 0; j < WG_STAGES && j < ntiles; ++j) tma_tile(j);
+    } else {
+#pragma unroll
+        for (int j = 0; j < WG_STAGES - 1; ++j) {
+            if (j < ntiles) load_tile(j);
+            cp_async_commit();
+        }
     }
 
     const bool wg_has_rows = c.row_tile * P.rows_per_cta + wg * 64 < P.rows_per_unit;
@@ -292,10 +359,12 @@ __global__ void __launch_bounds__(WG_THREADS, 1) attn_wgmma_ctx_kernel(const att
     /* Software pipeline within a warpgroup: while P_t V_t runs on the tensor cores,
      * S_{t+1} = Q K_{t+1} (issued just before it) is already done and its softmax
      * runs on the other units. Tile t+1 must be resident during iteration t. */
-    cp_async_wait<WG_STAGES - 2>();
+    if (TMA) cp_async_wait<0>(); /* Q */
+    else cp_async_wait<WG_STAGES - 2>();
     fence_proxy_async();
     __syncthreads();
     if (wg_has_rows && ntiles > 0) {
+        if (TMA) mbar_wait(smem_addr(&full[0]), 0);
         wg_fence();
         issue_s(0);
         wg_wait<0>();
@@ -306,6 +375,36 @@ __global__ void __launch_bounds__(WG_THREADS, 1) attn_wgmma_ctx_kernel(const att
      * The buffer index must be a constant (register arrays), so the loop runs in pairs. */
     auto step = [&](int t, auto cur) {
         constexpr int C = decltype(cur)::value;
+        if (TMA) {
+            if (!wg_has_rows) return;
+            if (t + 1 < ntiles) {
+                mbar_wait(smem_addr(&full[(t + 1) % WG_STAGES]), ((t + 1) / WG_STAGES) & 1);
+                wg_hold(o);
+                wg_fence();
+                issue_s(t + 1);
+                issue_pv(t, pa[C]);
+                wg_wait<1>();
+                wg_hold(s);
+                softmax(t + 1, pa[1 - C]);
+                wg_wait<0>();
+                wg_hold(o);
+                rescale_o();
+            } else {
+                wg_hold(o);
+                wg_fence();
+                issue_pv(t, pa[C]);
+                wg_wait<0>();
+                wg_hold(o);
+            }
+            /* Tile t is read (S_t one step ago, P_t V_t now): the last reading warp
+             * refills its stage with tile t + STAGES. The count only grows, so no
+             * reset races with the next round's arrivals. */
+            if (lane == 0) {
+                unsigned int n = atomicAdd(&released[t % WG_STAGES], 1u) + 1u;
+                if (n == readers * (unsigned)(t / WG_STAGES + 1) && t + WG_STAGES < ntiles) tma_tile(t + WG_STAGES);
+            }
+            return;
+        }
         cp_async_wait<WG_STAGES - 3>();
         fence_proxy_async();
         __syncthreads();   /* tile t+1 visible to all; tile t-1's buffer free */

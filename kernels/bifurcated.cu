@@ -24,6 +24,7 @@
  * CUDA-core body. */
 #include <limits.h>
 #include <stdlib.h>
+#include <string.h>
 #include "attn_core.cuh"
 #include "attn_wgmma.cuh"
 
@@ -64,18 +65,21 @@ static bool bif_wgmma_fits(const problem_t *p, const device_info_t *dev)
 static bool bif_wgmma(const attn_plan_t *plan) { return plan && (plan->variant & BIF_WGMMA); }
 extern "C" int bifurcated_context_on_wgmma(const attn_plan_t *plan) { return bif_wgmma(plan); }
 
+typedef void (*wgmma_ctx_fn)(const attn_params_t, const CUtensorMap);
+
 template <typename T>
-static attn_kernel_fn wgmma_fn_t(int addr)
+static wgmma_ctx_fn wgmma_fn_t(int addr)
 {
     return addr == ADDR_PAGED ? attn_wgmma_ctx_kernel<T, ADDR_PAGED> : attn_wgmma_ctx_kernel<T, ADDR_CTX>;
 }
-
-/* The context part's instantiation (tensor-core path only) and its shape. */
-static attn_kernel_fn ctx_pick(const problem_t *p, int addr, bool wgmma, int *threads, int *smem)
+static wgmma_ctx_fn wgmma_pick(const problem_t *p, int addr)
 {
-    *threads = wgmma ? WG_THREADS : ATTN_THREADS;
-    *smem = wgmma ? wg_shape::SMEM : attn_smem_bytes(p, false);
-    if (wgmma) return p->dtype == DTYPE_FP16 ? wgmma_fn_t<__half>(addr) : wgmma_fn_t<__nv_bfloat16>(addr);
+    return p->dtype == DTYPE_FP16 ? wgmma_fn_t<__half>(addr) : wgmma_fn_t<__nv_bfloat16>(addr);
+}
+
+/* The context part's mma.sync instantiation (tensor-core path only). */
+static attn_kernel_fn ctx_pick(const problem_t *p, int addr)
+{
     if (p->dtype == DTYPE_FP16) return ctx_fn_t<__half>(p->head_dim, addr);
     return ctx_fn_t<__nv_bfloat16>(p->head_dim, addr);
 }
@@ -171,9 +175,25 @@ static int bif_dec_addr(const problem_t *p) { return p->cache == CACHE_PAGED ? A
  * decode CTA use different units. Fork and join are events, so the step stays one
  * capturable sequence on the caller's stream. */
 typedef struct bif_state {
+    CUtensorMap ctx_map; /* the wgmma body's TMA view of K_c/V_c (contiguous cache) */
     cudaStream_t side;
     cudaEvent_t fork, join;
 } bif_state_t;
+
+/* K_c/V_c [B, 2, g, m_c, d] as B*2*g matrices of m_c rows for the TMA: 64x64 boxes
+ * (128 bytes wide, the widest the 128-byte swizzle takes), zero past m_c. */
+static cudaError_t bif_encode_ctx_map(const attn_args_t *a, CUtensorMap *map)
+{
+    const problem_t *p = &a->problem;
+    const cuuint64_t esize = 2;
+    cuuint64_t dims[3] = {(cuuint64_t)p->head_dim, (cuuint64_t)p->ctx, (cuuint64_t)p->batch * 2 * p->kv_heads};
+    cuuint64_t strides[2] = {dims[0] * esize, dims[0] * dims[1] * esize};
+    cuuint32_t box[3] = {64, WG_KT, 1}, elem[3] = {1, 1, 1};
+    CUresult r = cuTensorMapEncodeTiled(map, CU_TENSOR_MAP_DATA_TYPE_UINT16, 3, const_cast<void *>(a->kv_ctx), dims,
+                                        strides, box, elem, CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
+                                        CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
+    return r == CUDA_SUCCESS ? cudaSuccess : cudaErrorInvalidValue;
+}
 
 static void bif_teardown(attn_args_t *a)
 {
@@ -193,15 +213,23 @@ static cudaError_t bif_setup(attn_args_t *a)
     cudaError_t err = attn_setup_keysplit(p, bif_dec_addr(p), overlap);
     if (err != cudaSuccess) return err;
     if (!attn_tc_path(p)) return attn_setup_keysplit(p, bif_ctx_addr(p), false);
-    int threads, smem;
-    attn_kernel_fn fn = ctx_pick(p, bif_ctx_addr(p), bif_wgmma(&a->plan), &threads, &smem);
+    const bool wgmma = bif_wgmma(&a->plan);
+    const void *fn = wgmma ? (const void *)wgmma_pick(p, bif_ctx_addr(p)) : (const void *)ctx_pick(p, bif_ctx_addr(p));
     if (!fn) return cudaErrorInvalidValue;
-    err = cudaFuncSetAttribute((const void *)fn, cudaFuncAttributeMaxDynamicSharedMemorySize, smem);
+    err = cudaFuncSetAttribute(fn, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                               wgmma ? wg_shape::SMEM : attn_smem_bytes(p, false));
     if (err != cudaSuccess || !overlap) return err;
-    bif_state_t *st = static_cast<bif_state_t *>(calloc(1, sizeof *st));
+    /* The largest carveout, so that a lean decode CTA fits beside a context CTA
+     * (attn_setup_keysplit sets the same on the decode body). */
+    err = cudaFuncSetAttribute(fn, cudaFuncAttributePreferredSharedMemoryCarveout, cudaSharedmemCarveoutMaxShared);
+    if (err != cudaSuccess) return err;
+    /* CUtensorMap must be 64-byte aligned */
+    bif_state_t *st = static_cast<bif_state_t *>(aligned_alloc(64, (sizeof(bif_state_t) + 63) / 64 * 64));
     if (!st) return cudaErrorMemoryAllocation;
+    memset(st, 0, sizeof *st);
     a->state = st;
-    err = cudaStreamCreateWithFlags(&st->side, cudaStreamNonBlocking);
+    err = p->cache == CACHE_PAGED ? cudaSuccess : bif_encode_ctx_map(a, &st->ctx_map);
+    if (err == cudaSuccess) err = cudaStreamCreateWithFlags(&st->side, cudaStreamNonBlocking);
     if (err == cudaSuccess) err = cudaEventCreateWithFlags(&st->fork, cudaEventDisableTiming);
     if (err == cudaSuccess) err = cudaEventCreateWithFlags(&st->join, cudaEventDisableTiming);
     if (err != cudaSuccess) bif_teardown(a);
@@ -240,13 +268,17 @@ static cudaError_t bif_launch(attn_args_t *a, cudaStream_t stream)
         cp.key_begin = 0;
         cp.key_end = bif_ctx_keys(p);
         cp.slot_base = 0;
-        if (attn_tc_path(p)) {
-            int threads, smem;
-            attn_kernel_fn fn = ctx_pick(p, bif_ctx_addr(p), wgmma, &threads, &smem);
+        int64_t ctas = (int64_t)cp.units * cp.kv_heads * cp.splits * cp.row_tiles;
+        if (ctas > INT_MAX) return cudaErrorInvalidConfiguration;
+        if (wgmma) {
+            wgmma_ctx_fn fn = wgmma_pick(p, bif_ctx_addr(p));
+            if (!st) return cudaErrorInvalidValue;
+            fn<<<(unsigned)ctas, WG_THREADS, wg_shape::SMEM, stream>>>(cp, st->ctx_map);
+            err = cudaGetLastError();
+        } else if (attn_tc_path(p)) {
+            attn_kernel_fn fn = ctx_pick(p, bif_ctx_addr(p));
             if (!fn) return cudaErrorInvalidValue;
-            int64_t ctas = (int64_t)cp.units * cp.kv_heads * cp.splits * cp.row_tiles;
-            if (ctas > INT_MAX) return cudaErrorInvalidConfiguration;
-            fn<<<(unsigned)ctas, threads, smem, stream>>>(cp);
+            fn<<<(unsigned)ctas, ATTN_THREADS, attn_smem_bytes(p, false), stream>>>(cp);
             err = cudaGetLastError();
         } else {
             err = attn_launch_keysplit(p, bif_ctx_addr(p), &cp, stream, false);

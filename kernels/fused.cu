@@ -97,7 +97,14 @@ cudaError_t attn_setup_keysplit(const problem_t *p, int addr, bool lean)
     int smem;
     attn_kernel_fn fn = keysplit_pick(p, addr, lean, &smem);
     if (!fn) return cudaErrorInvalidValue;
-    return cudaFuncSetAttribute((const void *)fn, cudaFuncAttributeMaxDynamicSharedMemorySize, smem);
+    cudaError_t err = cudaFuncSetAttribute((const void *)fn, cudaFuncAttributeMaxDynamicSharedMemorySize, smem);
+    /* The lean body runs beside another kernel's CTAs (bifurcated's wgmma context
+     * part): both ask for the largest shared-memory carveout, or an SM configured
+     * for one kernel's smaller need has no room left for the other's CTA. */
+    if (err == cudaSuccess && lean)
+        err = cudaFuncSetAttribute((const void *)fn, cudaFuncAttributePreferredSharedMemoryCarveout,
+                                   cudaSharedmemCarveoutMaxShared);
+    return err;
 }
 
 cudaError_t attn_launch_keysplit(const problem_t *p, int addr, const attn_params_t *P, cudaStream_t stream,
