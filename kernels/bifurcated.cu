@@ -189,7 +189,16 @@ static cudaError_t bif_encode_ctx_map(const attn_args_t *a, CUtensorMap *map)
     cuuint64_t dims[3] = {(cuuint64_t)p->head_dim, (cuuint64_t)p->ctx, (cuuint64_t)p->batch * 2 * p->kv_heads};
     cuuint64_t strides[2] = {dims[0] * esize, dims[0] * dims[1] * esize};
     cuuint32_t box[3] = {64, WG_KT, 1}, elem[3] = {1, 1, 1};
-    CUresult r = cuTensorMapEncodeTiled(map, CU_TENSOR_MAP_DATA_TYPE_UINT16, 3, const_cast<void *>(a->kv_ctx), dims,
+    /* through the runtime's driver entry point, so the binary needs no libcuda to start
+     * (CPU-only machines run its tests) */
+    typedef CUresult (*encode_fn)(CUtensorMap *, CUtensorMapDataType, cuuint32_t, void *, const cuuint64_t *,
+                                  const cuuint64_t *, const cuuint32_t *, const cuuint32_t *, CUtensorMapInterleave,
+                                  CUtensorMapSwizzle, CUtensorMapL2promotion, CUtensorMapFloatOOBfill);
+    void *sym = NULL;
+    cudaDriverEntryPointQueryResult found;
+    cudaError_t err = cudaGetDriverEntryPointByVersion("cuTensorMapEncodeTiled", &sym, 12000, cudaEnableDefault, &found);
+    if (err != cudaSuccess || found != cudaDriverEntryPointSuccess || !sym) return cudaErrorNotSupported;
+    CUresult r = reinterpret_cast<encode_fn>(sym)(map, CU_TENSOR_MAP_DATA_TYPE_UINT16, 3, const_cast<void *>(a->kv_ctx), dims,
                                         strides, box, elem, CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
                                         CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
     return r == CUDA_SUCCESS ? cudaSuccess : cudaErrorInvalidValue;
