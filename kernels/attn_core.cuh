@@ -803,15 +803,15 @@ static inline int attn_ctas_per_sm(const problem_t *p, bool keysplit, const devi
  * --splits rules: off -> 1; --splits N -> N (fewer if there are not N tiles); auto ->
  * split_plan_auto; on -> auto but at least 2 when there are two tiles of keys. */
 static inline split_plan_t attn_split(const problem_t *p, const device_info_t *dev, long items,
-                                      int keys, int ctas_per_sm)
+                                      int keys, int ctas_per_sm, int tile = ATTN_KEY_TILE)
 {
     if (keys < 1) keys = 1;
-    if (p->multi_block == MULTI_BLOCK_OFF) return split_plan_fixed(keys, 1, ATTN_KEY_TILE);
-    if (p->splits > 0) return split_plan_fixed(keys, p->splits, ATTN_KEY_TILE);
-    split_plan_t s = split_plan_fixed(keys, 1, ATTN_KEY_TILE);
+    if (p->multi_block == MULTI_BLOCK_OFF) return split_plan_fixed(keys, 1, tile);
+    if (p->splits > 0) return split_plan_fixed(keys, p->splits, tile);
+    split_plan_t s = split_plan_fixed(keys, 1, tile);
     if (dev && dev->sm_count > 0)
-        s = split_plan_auto(items, keys, ATTN_KEY_TILE, dev->sm_count, ctas_per_sm);
-    if (p->multi_block == MULTI_BLOCK_ON && s.splits < 2) s = split_plan_fixed(keys, 2, ATTN_KEY_TILE);
+        s = split_plan_auto(items, keys, tile, dev->sm_count, ctas_per_sm);
+    if (p->multi_block == MULTI_BLOCK_ON && s.splits < 2) s = split_plan_fixed(keys, 2, tile);
     return s;
 }
 

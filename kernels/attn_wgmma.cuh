@@ -6,16 +6,22 @@
  * mma.sync is re-read from shared memory by each warp through ldmatrix).
  *
  * CTA: two warpgroups (256 threads), 64 query rows each, 128 rows per CTA; both
- * share every K/V tile. Keys stream through a 3-stage ring of 64-key K and V tiles
- * copied with 16-byte cp.async (so paged and indirect addressing work as in the
- * other bodies: the next tile's row offsets are fetched a tile ahead).
+ * share every K/V tile. Keys stream through a 3-stage ring of K and V tiles:
+ *  - contiguous context: the TMA copies each tile (one thread issues four box
+ *    loads) and a transaction barrier per stage says when it has landed; the last
+ *    warp done with a tile refills its stage, so the warpgroups never wait on each
+ *    other. Tiles are 64 keys (a 96 KiB ring that leaves room on the SM for a lean
+ *    decode CTA) or 128 keys (192 KiB, the whole SM, half the per-tile costs) where
+ *    the decode part is small (bif_wide_fits in bifurcated.cu);
+ *  - paged context: 64-key tiles copied with 16-byte cp.async, the next tile's
+ *    row offsets fetched a tile ahead, and a CTA-wide barrier per tile.
  * Within a warpgroup the two GEMMs are software-pipelined as in FlashAttention-3:
  * S_{t+1} = Q K_{t+1} and O += P_t V_t are issued together; the softmax of S_{t+1}
  * runs while P_t V_t is still on the tensor cores, and O is rescaled once it lands.
  * Shared tiles use the 128-byte swizzle wgmma reads: a 128-element row is two
  * 64-element halves of 128 bytes, half h of a tile at h * rows * 128, and the
  * 16-byte chunk c of row r sits at chunk position c ^ (r & 7).
- *   S = Q Kᵀ: wgmma m64n64k16, A = Q and B = K both K-major from shared memory.
+ *   S = Q Kᵀ: wgmma m64nKTk16, A = Q and B = K both K-major from shared memory.
  *   O += P V: wgmma m64n128k16, A = P in registers (the S accumulator layout is
  *   the A fragment layout, as with mma.sync), B = V MN-major (transposed) from
  *   shared memory.
@@ -36,19 +42,27 @@
 #define WG_STAGES 3          /* tile t+1 resident while t is consumed, one more in flight */
 #define WG_KT ATTN_KEY_TILE  /* 64 keys per tile */
 
-struct wg_shape {
+#define WG_KT_WIDE 128      /* the wide tiles: contiguous context only, one CTA per SM */
+
+/* KT: keys per tile. 64 (96 KiB ring) leaves room on the SM for a lean decode CTA;
+ * 128 (192 KiB ring) halves the per-tile costs (barrier waits, row reductions, the
+ * re-reads of Q by the S GEMM) where the decode part is too small to share the SM. */
+template <int KT_>
+struct wg_shape_t {
+    static constexpr int KT = KT_;
     static constexpr int ROW_BYTES = WG_D * 2;
-    static constexpr int HALF_TILE = WG_KT * 128;             /* one 64-element half of a K or V tile */
-    static constexpr int TILE = WG_KT * ROW_BYTES;            /* 16 KiB */
+    static constexpr int HALF_TILE = KT * 128;                /* one 64-element half of a K or V tile */
+    static constexpr int TILE = KT * ROW_BYTES;
     static constexpr int Q_HALF = WG_ROWS * 128;
     static constexpr int Q_BYTES = WG_ROWS * ROW_BYTES;       /* 32 KiB */
-    static constexpr int PIPE = WG_STAGES * 2 * TILE;         /* 96 KiB: leaves room for a lean decode CTA */
+    static constexpr int PIPE = WG_STAGES * 2 * TILE;
     static constexpr int STAGING = WG_ROWS * ((WG_D + 8) * 4 + 8);
-    static constexpr int RING = WG_STAGES * WG_KT * 4;
+    static constexpr int RING = WG_STAGES * KT * 4;
     static constexpr int ALIGN = 1024;                        /* swizzle atoms are 1 KiB aligned */
     static constexpr int SMEM = ALIGN + Q_BYTES + PIPE + RING;
     static_assert(STAGING <= PIPE, "epilogue staging fits in the drained ring");
-    static_assert(WG_KT * (WG_D / 8) % WG_THREADS == 0, "tile copy divides among the threads");
+    static_assert(KT * (WG_D / 8) % WG_THREADS == 0, "tile copy divides among the threads");
+    static_assert(SMEM <= 227 * 1024, "fits an SM's opt-in shared memory");
 
     /* Byte offset of 16-byte chunk ch (0..15) of row r in a swizzled tile of `rows` rows. */
     static __device__ __forceinline__ uint32_t off(int rows, int r, int ch)
@@ -56,6 +70,7 @@ struct wg_shape {
         return (uint32_t)((ch >> 3) * rows * 128 + r * 128 + (((ch & 7) ^ (r & 7)) << 4));
     }
 };
+typedef wg_shape_t<WG_KT> wg_shape;
 
 /* Shared-memory matrix descriptor, 128-byte swizzle (PTX ISA, "Matrix Descriptor
  * Format"): start, leading and stride byte offsets in 16-byte units. K-major tiles:
@@ -95,7 +110,7 @@ __device__ __forceinline__ float fast_exp2(float x)
 __device__ __forceinline__ void fence_proxy_async() { asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory"); }
 
 /* Transaction barriers and the tensor-memory accelerator (TMA), for the contiguous
- * context: one thread copies a whole 64-key tile with four 64x64 box loads that
+ * context: one thread copies a whole tile with four box loads (64 columns by KT keys) that
  * land in the 128-byte swizzle wgmma reads, and the barrier's phase flips once all
  * their bytes have arrived. */
 __device__ __forceinline__ void mbar_init(uint32_t bar, int count)
@@ -132,12 +147,15 @@ __device__ __forceinline__ void tma_load_3d(uint32_t dst, const CUtensorMap *map
 #define WG_SS(TY)                                                                                \
     "{\n.reg .pred p;\nsetp.ne.b32 p, %34, 0;\n"                                                 \
     "wgmma.mma_async.sync.aligned.m64n64k16.f32." TY "." TY " " WG_R32 ", %32, %33, p, 1, 1, 0, 0;\n}\n"
+#define WG_SS128(TY)                                                                             \
+    "{\n.reg .pred p;\nsetp.ne.b32 p, %66, 0;\n"                                                 \
+    "wgmma.mma_async.sync.aligned.m64n128k16.f32." TY "." TY " " WG_R64 ", %64, %65, p, 1, 1, 0, 0;\n}\n"
 #define WG_RS(TY)                                                                                \
     "{\n.reg .pred p;\nsetp.ne.b32 p, %69, 0;\n"                                                 \
     "wgmma.mma_async.sync.aligned.m64n128k16.f32." TY "." TY " " WG_R64                            \
     ", {%64, %65, %66, %67}, %68, p, 1, 1, 1;\n}\n"
 
-/* d[64x64] (+)= A[64x16] B[16x64], A and B K-major in shared memory. */
+/* d[64xN] (+)= A[64x16] B[16xN], N = 64 or 128, A and B K-major in shared memory. */
 template <typename T>
 __device__ __forceinline__ void wg_mma_ss(float (&d)[32], uint64_t da, uint64_t db, int accumulate)
 {
@@ -145,6 +163,18 @@ __device__ __forceinline__ void wg_mma_ss(float (&d)[32], uint64_t da, uint64_t 
         asm volatile(WG_SS("f16") : WG_F16(0), WG_F16(16) : "l"(da), "l"(db), "r"(accumulate));
     else
         asm volatile(WG_SS("bf16") : WG_F16(0), WG_F16(16) : "l"(da), "l"(db), "r"(accumulate));
+}
+template <typename T>
+__device__ __forceinline__ void wg_mma_ss(float (&d)[64], uint64_t da, uint64_t db, int accumulate)
+{
+    if constexpr (std::is_same<T, __half>::value)
+        asm volatile(WG_SS128("f16")
+                     : WG_F16(0), WG_F16(16), WG_F16(32), WG_F16(48)
+                     : "l"(da), "l"(db), "r"(accumulate));
+    else
+        asm volatile(WG_SS128("bf16")
+                     : WG_F16(0), WG_F16(16), WG_F16(32), WG_F16(48)
+                     : "l"(da), "l"(db), "r"(accumulate));
 }
 
 /* d[64x128] += A[64x16] B[16x128], A in registers, B MN-major in shared memory. */
@@ -165,16 +195,19 @@ __device__ __forceinline__ void wg_mma_rs(float (&d)[64], const uint32_t (&a)[4]
 #undef WG_R32
 #undef WG_R64
 #undef WG_SS
+#undef WG_SS128
 #undef WG_RS
 #endif
 
-/* ctx_map: the context K/V as a [B*2*g, m_c, d] tensor for the TMA (ADDR_CTX only). */
-template <typename T, int ADDR>
+/* ctx_map: the context K/V as a [B*2*g, m_c, d] tensor for the TMA (ADDR_CTX only),
+ * in boxes of 64 x KT. */
+template <typename T, int ADDR, int KT = WG_KT>
 __global__ void __launch_bounds__(WG_THREADS, 1)
     attn_wgmma_ctx_kernel(const attn_params_t P, const __grid_constant__ CUtensorMap ctx_map)
 {
 #ifdef WG_ENABLED
-    typedef wg_shape S;
+    typedef wg_shape_t<KT> S;
+    static_assert(KT == WG_KT || ADDR == ADDR_CTX, "wide tiles are for the TMA path");
     /* The contiguous context is one dense [m_c, d] matrix per (request, head): the TMA
      * copies its tiles and per-stage barriers replace the CTA-wide barrier of the
      * cp.async ring, so the two warpgroups need not move in lockstep. */
@@ -192,26 +225,26 @@ __global__ void __launch_bounds__(WG_THREADS, 1)
     const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5, wg = warp >> 2;
     const cta_coord c = cta_decompose(P);
     const T *kv = static_cast<const T *>(P.kv);
-    const int ntiles = c.k_hi > c.k_lo ? (c.k_hi - c.k_lo + WG_KT - 1) / WG_KT : 0;
+    const int ntiles = c.k_hi > c.k_lo ? (c.k_hi - c.k_lo + KT - 1) / KT : 0;
 
     const uint32_t NO_ROW = 0xffffffffu;
     auto tile_row_offset = [&](int j, int row) -> uint32_t {
-        int pos = c.k_lo + j * WG_KT + row;
+        int pos = c.k_lo + j * KT + row;
         return pos < c.k_hi ? (uint32_t)(kv_row<ADDR>(P, c.unit, c.head, pos) / WG_D) : NO_ROW;
     };
     auto stage_k = [&](int j) { return smem_addr(pipe + (j % WG_STAGES) * 2 * S::TILE); };
     auto load_tile = [&](int j) {
         const uint32_t ks = stage_k(j), vs = ks + S::TILE;
-        const uint32_t *rows = off_ring + (j % WG_STAGES) * WG_KT;
+        const uint32_t *rows = off_ring + (j % WG_STAGES) * KT;
 #pragma unroll
-        for (int k = 0; k < WG_KT * (WG_D / 8) / WG_THREADS; ++k) {
+        for (int k = 0; k < KT * (WG_D / 8) / WG_THREADS; ++k) {
             int i = tid + k * WG_THREADS;
             int row = i >> 4, ch = i & 15;
             uint32_t r = rows[row];
             int bytes = r != NO_ROW ? 16 : 0;
             const T *src = kv + (r != NO_ROW ? (int64_t)r * WG_D + ch * 8 : 0);
-            cp_async16(ks + S::off(WG_KT, row, ch), src, bytes);
-            cp_async16(vs + S::off(WG_KT, row, ch), src + (r != NO_ROW ? P.vstride : 0), bytes);
+            cp_async16(ks + S::off(KT, row, ch), src, bytes);
+            cp_async16(vs + S::off(KT, row, ch), src + (r != NO_ROW ? P.vstride : 0), bytes);
         }
     };
 
@@ -219,7 +252,7 @@ __global__ void __launch_bounds__(WG_THREADS, 1)
     auto tma_tile = [&](int j) {
         const uint32_t bar = smem_addr(&full[j % WG_STAGES]);
         const uint32_t ks = stage_k(j), vs = ks + S::TILE;
-        const int key = c.k_lo + j * WG_KT;
+        const int key = c.k_lo + j * KT;
         const int mk = c.unit * 2 * P.kv_heads + c.head, mv = mk + P.kv_heads;
         mbar_expect_tx(bar, 2 * S::TILE);
         tma_load_3d(ks, &ctx_map, 0, key, mk, bar);
@@ -241,9 +274,9 @@ __global__ void __launch_bounds__(WG_THREADS, 1)
             }
             asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
         }
-    } else if (tid < WG_KT) {
+    } else if (tid < KT) {
         for (int j = 0; j < WG_STAGES; ++j)
-            off_ring[j * WG_KT + tid] = j < ntiles ? tile_row_offset(j, tid) : NO_ROW;
+            off_ring[j * KT + tid] = j < ntiles ? tile_row_offset(j, tid) : NO_ROW;
     }
     for (int i = tid; i < WG_ROWS * (WG_D / 8); i += WG_THREADS) {
         int r = i >> 4, ch = i & 15, stream = 0, head = 0;
@@ -268,9 +301,10 @@ __global__ void __launch_bounds__(WG_THREADS, 1)
     /* This warpgroup's 64 Q rows: K-major A, k step kk at half kk/4, byte 32*(kk%4). */
     const uint32_t q_wg = smem_addr(q_s) + wg * 64 * 128;
 
-    float o[64], s[32];
+    constexpr int NS = KT / 2, KS = KT / 16; /* S values per thread, k16 steps of P V */
+    float o[64], s[NS];
     float m[2] = {-INFINITY, -INFINITY}, l[2] = {0.f, 0.f}, alpha[2] = {1.f, 1.f};
-    uint32_t pa[2][4][4]; /* P of the tile in P V and of the next one: the loop alternates them */
+    uint32_t pa[2][KS][4]; /* P of the tile in P V and of the next one: the loop alternates them */
 #pragma unroll
     for (int i = 0; i < 64; ++i) o[i] = 0.f;
 
@@ -286,38 +320,38 @@ __global__ void __launch_bounds__(WG_THREADS, 1)
         wg_commit();
     };
     /* O += P V_j from the A fragments in a (asynchronous). */
-    auto issue_pv = [&](int j, const uint32_t(&a)[4][4]) {
+    auto issue_pv = [&](int j, const uint32_t(&a)[KS][4]) {
         const uint32_t vbuf = stage_k(j) + S::TILE;
 #pragma unroll
-        for (int ks = 0; ks < 4; ++ks) wg_mma_rs<T>(o, a[ks], wg_desc(vbuf + ks * 16 * 128, S::HALF_TILE, 1024));
+        for (int ks = 0; ks < KS; ++ks) wg_mma_rs<T>(o, a[ks], wg_desc(vbuf + ks * 16 * 128, S::HALF_TILE, 1024));
         wg_commit();
     };
     /* Online softmax of tile j's S into the A fragments a, m and l; alpha is the factor O still
      * owes (applied once the P V in flight has landed). Thread holds rows lane/4
      * (h = 0) and lane/4 + 8 (h = 1) of its warp's 16, keys 8n + 2*(lane%4) + {0,1}. */
-    auto softmax = [&](int j, uint32_t(&a)[4][4]) {
+    auto softmax = [&](int j, uint32_t(&a)[KS][4]) {
         /* s is only read here: it is the output of a wgmma group issued in the same
          * stage as the P V still in flight, and writing it would make the compiler
          * serialise the two. The row max is taken on the raw logits (the scale is
          * positive) and the scale folded into one FFMA per element; only the last,
          * partial tile pays for masking. */
-        const int nvalid = min(WG_KT, c.k_hi - (c.k_lo + j * WG_KT));
-        float pr[32];
-        if (nvalid < WG_KT) {
+        const int nvalid = min(KT, c.k_hi - (c.k_lo + j * KT));
+        float pr[NS];
+        if (nvalid < KT) {
 #pragma unroll
-            for (int i = 0; i < 32; ++i) {
+            for (int i = 0; i < NS; ++i) {
                 int key = 8 * (i >> 2) + 2 * (lane & 3) + (i & 1);
                 pr[i] = key < nvalid ? s[i] : -INFINITY;
             }
         } else {
 #pragma unroll
-            for (int i = 0; i < 32; ++i) pr[i] = s[i];
+            for (int i = 0; i < NS; ++i) pr[i] = s[i];
         }
 #pragma unroll
         for (int h = 0; h < 2; ++h) {
             float mx = -INFINITY;
 #pragma unroll
-            for (int n = 0; n < 8; ++n) mx = fmaxf(mx, fmaxf(pr[4 * n + 2 * h], pr[4 * n + 2 * h + 1]));
+            for (int n = 0; n < KT / 8; ++n) mx = fmaxf(mx, fmaxf(pr[4 * n + 2 * h], pr[4 * n + 2 * h + 1]));
             mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));
             mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));
             float m_new = fmaxf(m[h], mx * P.scale_log2);
@@ -326,7 +360,7 @@ __global__ void __launch_bounds__(WG_THREADS, 1)
             m[h] = m_new;
             float sum = 0.f;
 #pragma unroll
-            for (int n = 0; n < 8; ++n)
+            for (int n = 0; n < KT / 8; ++n)
 #pragma unroll
                 for (int e = 0; e < 2; ++e) {
                     float p = fast_exp2(fmaf(pr[4 * n + 2 * h + e], P.scale_log2, -m_use));
@@ -336,7 +370,7 @@ __global__ void __launch_bounds__(WG_THREADS, 1)
             l[h] = l[h] * alpha[h] + sum;
         }
 #pragma unroll
-        for (int ks = 0; ks < 4; ++ks) {
+        for (int ks = 0; ks < KS; ++ks) {
             a[ks][0] = dt<T>::pack(pr[8 * ks + 0], pr[8 * ks + 1]);
             a[ks][1] = dt<T>::pack(pr[8 * ks + 2], pr[8 * ks + 3]);
             a[ks][2] = dt<T>::pack(pr[8 * ks + 4], pr[8 * ks + 5]);
@@ -410,7 +444,7 @@ __global__ void __launch_bounds__(WG_THREADS, 1)
         __syncthreads();   /* tile t+1 visible to all; tile t-1's buffer free */
         if (t + WG_STAGES - 1 < ntiles) load_tile(t + WG_STAGES - 1);
         cp_async_commit();
-        const bool fetch = tid < WG_KT && t + WG_STAGES < ntiles;
+        const bool fetch = tid < KT && t + WG_STAGES < ntiles;
         uint32_t next_off = fetch ? tile_row_offset(t + WG_STAGES, tid) : NO_ROW;
 
         /* Each branch issues and retires its own wgmma groups (a group left in flight
@@ -433,7 +467,7 @@ __global__ void __launch_bounds__(WG_THREADS, 1)
             wg_wait<0>();
             wg_hold(o);
         }
-        if (fetch) off_ring[((t + WG_STAGES) % WG_STAGES) * WG_KT + tid] = next_off;
+        if (fetch) off_ring[((t + WG_STAGES) % WG_STAGES) * KT + tid] = next_off;
     };
     for (int t = 0; t < ntiles; t += 2) {
         step(t, std::integral_constant<int, 0>());

@@ -18,7 +18,8 @@ extern "C" {
 
 double auto_predict_fused_us(const problem_t *p, const attn_plan_t *plan, const device_info_t *dev);
 double auto_predict_bifurcated_us(const problem_t *p, const attn_plan_t *plan, const device_info_t *dev);
-/* Whether a `bifurcated` plan runs its context part on the wgmma body (bifurcated.cu). */
+/* The key tile of the wgmma body a `bifurcated` plan runs its context part on (64, or
+ * 128 where the decode part is small), or 0 for the mma.sync body (bifurcated.cu). */
 int bifurcated_context_on_wgmma(const attn_plan_t *plan);
 
 #ifdef __cplusplus

@@ -49,9 +49,10 @@ static attn_kernel_fn ctx_fn_t(int d, int addr)
     }
 }
 
-/* plan->variant: the decode part's chunk (a multiple of the key tile), with this bit
- * set when the context part runs on the wgmma body. */
+/* plan->variant: the decode part's chunk (a multiple of the key tile), with these bits
+ * set when the context part runs on the wgmma body, and with its wide key tiles. */
 #define BIF_WGMMA 1
+#define BIF_WIDE 2
 
 /* The wgmma body takes the context part on Hopper at d = 128 once W*p fills one of
  * its two 64-row warpgroups: from there on its tensor-core rate, and the decode
@@ -63,19 +64,46 @@ static bool bif_wgmma_fits(const problem_t *p, const device_info_t *dev)
            p->beam * problem_group(p) >= WG_ROWS / 2;
 }
 static bool bif_wgmma(const attn_plan_t *plan) { return plan && (plan->variant & BIF_WGMMA); }
-extern "C" int bifurcated_context_on_wgmma(const attn_plan_t *plan) { return bif_wgmma(plan); }
+static bool bif_wide(const attn_plan_t *plan) { return plan && (plan->variant & BIF_WIDE); }
+
+/* Wide (128-key) tiles take the whole SM, so the decode part no longer runs beside
+ * the context part. They pay off where the decode part is small next to the
+ * context part (its K_d/V_d bytes at the measured read bandwidth against the
+ * context FLOPs at the measured tensor-core rate), or where the context part is
+ * large enough that the wide body's faster tensor-core work outweighs the overlap
+ * (H200, results/h200/bifurcated.csv: at a decode share of 0.74 wide tiles were 9%
+ * faster with 160 us of context work, 14% slower with 10 us). */
+#define BIF_WIDE_MAX_DECODE_SHARE 0.25
+#define BIF_WIDE_LARGE_CONTEXT_US 50.0
+static bool bif_wide_fits(const problem_t *p, const device_info_t *dev)
+{
+    if (p->cache != CACHE_CONTIGUOUS) return false; /* the TMA path only */
+    const double bw = dev->peak_read_gbps > 0 ? dev->peak_read_gbps * 1e3 : 4.5e6;  /* bytes per us */
+    const double tc = dev->peak_tc_tflops > 0 ? dev->peak_tc_tflops * 1e6 : 8.5e8; /* FLOPs per us */
+    const double streams = (double)p->batch * p->beam;
+    const double dec_us = streams * p->kv_heads * (double)(problem_keys(p) - p->ctx) * p->head_dim * 4.0 / bw;
+    const double ctx_us = 4.0 * streams * p->heads * (double)p->ctx * p->head_dim / tc;
+    return dec_us < BIF_WIDE_MAX_DECODE_SHARE * ctx_us || (dec_us < ctx_us && ctx_us >= BIF_WIDE_LARGE_CONTEXT_US);
+}
+
+extern "C" int bifurcated_context_on_wgmma(const attn_plan_t *plan)
+{
+    return !bif_wgmma(plan) ? 0 : bif_wide(plan) ? WG_KT_WIDE : WG_KT;
+}
 
 typedef void (*wgmma_ctx_fn)(const attn_params_t, const CUtensorMap);
 
 template <typename T>
-static wgmma_ctx_fn wgmma_fn_t(int addr)
+static wgmma_ctx_fn wgmma_fn_t(int addr, bool wide)
 {
-    return addr == ADDR_PAGED ? attn_wgmma_ctx_kernel<T, ADDR_PAGED> : attn_wgmma_ctx_kernel<T, ADDR_CTX>;
+    if (addr == ADDR_PAGED) return attn_wgmma_ctx_kernel<T, ADDR_PAGED>;
+    return wide ? attn_wgmma_ctx_kernel<T, ADDR_CTX, WG_KT_WIDE> : attn_wgmma_ctx_kernel<T, ADDR_CTX>;
 }
-static wgmma_ctx_fn wgmma_pick(const problem_t *p, int addr)
+static wgmma_ctx_fn wgmma_pick(const problem_t *p, int addr, bool wide)
 {
-    return p->dtype == DTYPE_FP16 ? wgmma_fn_t<__half>(addr) : wgmma_fn_t<__nv_bfloat16>(addr);
+    return p->dtype == DTYPE_FP16 ? wgmma_fn_t<__half>(addr, wide) : wgmma_fn_t<__nv_bfloat16>(addr, wide);
 }
+static int wgmma_smem(bool wide) { return wide ? wg_shape_t<WG_KT_WIDE>::SMEM : wg_shape::SMEM; }
 
 /* The context part's mma.sync instantiation (tensor-core path only). */
 static attn_kernel_fn ctx_pick(const problem_t *p, int addr)
@@ -115,7 +143,7 @@ static bif_splits_t bif_resolve(const problem_t *p, const attn_plan_t *plan)
     const int ck = bif_ctx_keys(p), dk = bif_dec_keys(p);
     if (plan && plan->split.splits >= 1 && plan->split.chunk >= 1) s.ctx = plan->split;
     else s.ctx = split_plan_fixed(ck, 1, ATTN_KEY_TILE);
-    int chunk = plan ? plan->variant & ~BIF_WGMMA : 0;
+    int chunk = plan ? plan->variant & ~(BIF_WGMMA | BIF_WIDE) : 0;
     if (chunk < 1) chunk = (dk + ATTN_KEY_TILE - 1) / ATTN_KEY_TILE * ATTN_KEY_TILE;
     s.dec.chunk = chunk;
     s.dec.splits = (dk + chunk - 1) / chunk;
@@ -134,12 +162,14 @@ static void bif_plan(const problem_t *p, const device_info_t *dev, attn_plan_t *
     plan->runs = &kernel_bifurcated;
     const int ck = bif_ctx_keys(p);
     const bool wgmma = bif_wgmma_fits(p, dev);
+    const bool wide = wgmma && bif_wide_fits(p, dev);
     long ctx_items = (long)p->batch * p->kv_heads * bif_ctx_row_tiles(p, wgmma);
     long dec_items = (long)problem_streams(p) * p->kv_heads * bif_dec_row_tiles(p);
-    plan->split = ck > 0 ? attn_split(p, dev, ctx_items, ck, wgmma ? 1 : attn_ctas_per_sm(p, false, dev))
+    plan->split = ck > 0 ? attn_split(p, dev, ctx_items, ck, wgmma ? 1 : attn_ctas_per_sm(p, false, dev),
+                                      wide ? WG_KT_WIDE : ATTN_KEY_TILE)
                          : split_plan_fixed(1, 1, ATTN_KEY_TILE);
     plan->variant = attn_split(p, dev, dec_items, bif_dec_keys(p), attn_ctas_per_sm(p, true, dev)).chunk |
-                    (wgmma ? BIF_WGMMA : 0);
+                    (wgmma ? BIF_WGMMA : 0) | (wide ? BIF_WIDE : 0);
 }
 
 static size_t bif_workspace_bytes(const problem_t *p, const attn_plan_t *plan)
@@ -182,13 +212,13 @@ typedef struct bif_state {
 
 /* K_c/V_c [B, 2, g, m_c, d] as B*2*g matrices of m_c rows for the TMA: 64x64 boxes
  * (128 bytes wide, the widest the 128-byte swizzle takes), zero past m_c. */
-static cudaError_t bif_encode_ctx_map(const attn_args_t *a, CUtensorMap *map)
+static cudaError_t bif_encode_ctx_map(const attn_args_t *a, int key_tile, CUtensorMap *map)
 {
     const problem_t *p = &a->problem;
     const cuuint64_t esize = 2;
     cuuint64_t dims[3] = {(cuuint64_t)p->head_dim, (cuuint64_t)p->ctx, (cuuint64_t)p->batch * 2 * p->kv_heads};
     cuuint64_t strides[2] = {dims[0] * esize, dims[0] * dims[1] * esize};
-    cuuint32_t box[3] = {64, WG_KT, 1}, elem[3] = {1, 1, 1};
+    cuuint32_t box[3] = {64, (cuuint32_t)key_tile, 1}, elem[3] = {1, 1, 1};
     /* through the runtime's driver entry point, so the binary needs no libcuda to start
      * (CPU-only machines run its tests) */
     typedef CUresult (*encode_fn)(CUtensorMap *, CUtensorMapDataType, cuuint32_t, void *, const cuuint64_t *,
@@ -222,11 +252,12 @@ static cudaError_t bif_setup(attn_args_t *a)
     cudaError_t err = attn_setup_keysplit(p, bif_dec_addr(p), overlap);
     if (err != cudaSuccess) return err;
     if (!attn_tc_path(p)) return attn_setup_keysplit(p, bif_ctx_addr(p), false);
-    const bool wgmma = bif_wgmma(&a->plan);
-    const void *fn = wgmma ? (const void *)wgmma_pick(p, bif_ctx_addr(p)) : (const void *)ctx_pick(p, bif_ctx_addr(p));
+    const bool wgmma = bif_wgmma(&a->plan), wide = bif_wide(&a->plan);
+    const void *fn =
+        wgmma ? (const void *)wgmma_pick(p, bif_ctx_addr(p), wide) : (const void *)ctx_pick(p, bif_ctx_addr(p));
     if (!fn) return cudaErrorInvalidValue;
     err = cudaFuncSetAttribute(fn, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                               wgmma ? wg_shape::SMEM : attn_smem_bytes(p, false));
+                               wgmma ? wgmma_smem(wide) : attn_smem_bytes(p, false));
     if (err != cudaSuccess || !overlap) return err;
     /* The largest carveout, so that a lean decode CTA fits beside a context CTA
      * (attn_setup_keysplit sets the same on the decode body). */
@@ -237,7 +268,8 @@ static cudaError_t bif_setup(attn_args_t *a)
     if (!st) return cudaErrorMemoryAllocation;
     memset(st, 0, sizeof *st);
     a->state = st;
-    err = p->cache == CACHE_PAGED ? cudaSuccess : bif_encode_ctx_map(a, &st->ctx_map);
+    err = p->cache == CACHE_PAGED ? cudaSuccess
+                                  : bif_encode_ctx_map(a, wide ? WG_KT_WIDE : WG_KT, &st->ctx_map);
     if (err == cudaSuccess) err = cudaStreamCreateWithFlags(&st->side, cudaStreamNonBlocking);
     if (err == cudaSuccess) err = cudaEventCreateWithFlags(&st->fork, cudaEventDisableTiming);
     if (err == cudaSuccess) err = cudaEventCreateWithFlags(&st->join, cudaEventDisableTiming);
@@ -280,9 +312,10 @@ static cudaError_t bif_launch(attn_args_t *a, cudaStream_t stream)
         int64_t ctas = (int64_t)cp.units * cp.kv_heads * cp.splits * cp.row_tiles;
         if (ctas > INT_MAX) return cudaErrorInvalidConfiguration;
         if (wgmma) {
-            wgmma_ctx_fn fn = wgmma_pick(p, bif_ctx_addr(p));
+            const bool wide = bif_wide(&a->plan);
+            wgmma_ctx_fn fn = wgmma_pick(p, bif_ctx_addr(p), wide);
             if (!st) return cudaErrorInvalidValue;
-            fn<<<(unsigned)ctas, WG_THREADS, wg_shape::SMEM, stream>>>(cp, st->ctx_map);
+            fn<<<(unsigned)ctas, WG_THREADS, wgmma_smem(wide), stream>>>(cp, st->ctx_map);
             err = cudaGetLastError();
         } else if (attn_tc_path(p)) {
             attn_kernel_fn fn = ctx_pick(p, bif_ctx_addr(p));

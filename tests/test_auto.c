@@ -106,6 +106,27 @@ static void test_wgmma_context_body_from_64_rows_on_hopper(void **state)
     assert_false(on_wgmma(shape(16, 8, 8192), &dev));
 }
 
+static void test_wide_wgmma_tiles_where_the_decode_part_is_small(void **state)
+{
+    (void)state;
+    device_info_t dev = h100();
+    /* MQA: 128 decoded tokens per stream against 32k of context, tensor-core bound */
+    assert_int_equal(on_wgmma(shape(1024, 1, 32768), &dev), 128);
+    /* MHA: the decode part reads as much as the context part computes; it runs beside
+     * the 64-key body, which leaves it room on the SM */
+    assert_int_equal(on_wgmma(shape(256, 32, 16384), &dev), 64);
+    /* GQA-8: at 8k the decode part takes most of the context part's time, and with
+     * a small context part it runs beside the 64-key body; at 16k (half the share)
+     * a large context part is worth the wide body alone */
+    assert_int_equal(on_wgmma(shape(64, 8, 8192), &dev), 64);
+    assert_int_equal(on_wgmma(shape(1024, 8, 16384), &dev), 128);
+    /* a paged cache keeps the cp.async body */
+    problem_t p = shape(1024, 1, 32768);
+    p.cache = CACHE_PAGED;
+    p.block_size = 64;
+    assert_int_equal(on_wgmma(p, &dev), 64);
+}
+
 static void test_few_streams_of_mqa_stay_fused(void **state)
 {
     (void)state;
@@ -176,6 +197,7 @@ int main(void)
         cmocka_unit_test(test_few_streams_of_mqa_stay_fused),
         cmocka_unit_test(test_paged_shared_prefix_is_bifurcated),
         cmocka_unit_test(test_wgmma_context_body_from_64_rows_on_hopper),
+        cmocka_unit_test(test_wide_wgmma_tiles_where_the_decode_part_is_small),
         cmocka_unit_test(test_model_terms),
         cmocka_unit_test(test_plan_follows_the_picked_kernel),
         cmocka_unit_test(test_unsupported_by_bifurcated_falls_back),
