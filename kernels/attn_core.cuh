@@ -815,6 +815,19 @@ static inline split_plan_t attn_split(const problem_t *p, const device_info_t *d
     return s;
 }
 
+/* Where the partials of a KEYSPLIT launch are merged. The last CTA of a (stream,
+ * kv head, row tile) folds them itself (combine_and_emit, with P.counters) when
+ * that is little work: it saves a launch. With many valid rows per CTA (MQA-like
+ * groups) times many slots, that one CTA would read megabytes of partials alone at
+ * the tail of the grid, so a merge kernel spread over every (stream, head) row does
+ * it instead. */
+#define ATTN_TAIL_MERGE_MAX 256
+static inline bool attn_tail_merge_fits(const problem_t *p, int nslots)
+{
+    int rows = problem_group(p) < attn_rows_per_cta(p, true) ? problem_group(p) : attn_rows_per_cta(p, true);
+    return (long)rows * nslots <= ATTN_TAIL_MERGE_MAX;
+}
+
 /* Partial-state workspace of nslots partials per (stream, query head). */
 static inline size_t attn_partials_bytes(const problem_t *p, int nslots)
 {

@@ -2,12 +2,14 @@
  * as fused kernels on the shared core of attn_core.cuh. Same math and FLOPs as
  * `fused`; the context K/V is read once per request instead of once per stream.
  *
- * Three launches per step:
+ * Two or three launches per step:
  *  1. Context part. Grid: one CTA per (request, kv head, context split, row tile).
  *     The M rows of a CTA are the W*p queries of the request that read this kv head
- *     (W streams x p heads), 64 per row tile (padded when W*p < 64), in the
- *     ROWSPLIT decomposition: each of the 4 warps owns 16 rows and all 64 keys of a
- *     tile, so a K_c/V_c tile fetched into shared memory serves 64 queries. Row
+ *     (W streams x p heads). On Hopper at d = 128 with W*p >= 64 that is the wgmma
+ *     body (attn_wgmma.cuh, 128 rows per CTA); otherwise 64 rows per row tile
+ *     (padded when W*p < 64) in the ROWSPLIT decomposition: each of the 4 warps
+ *     owns 16 rows and all 64 keys of a tile, so a K_c/V_c tile fetched into shared
+ *     memory serves 64 queries. Row
  *     tiles of one (request, head, split) are adjacent in the grid and share L2.
  *     Context keys are split (split_plan_auto) when request x head x row-tile CTAs
  *     alone would not fill the GPU.
@@ -19,7 +21,9 @@
  *     from the partly filled last context block on (those blocks are per stream);
  *     indirection reads the source stream's decoded K/V.
  *  3. The log-sum-exp merge of the context splits and decode splits of each
- *     (stream, head) into out.
+ *     (stream, head) into out: by the decode part's last CTA of each (stream, kv
+ *     head) where the decode part runs after the context part, else (the decode
+ *     part beside the 64-key wgmma body, or many partials) a merge launch.
  * fp32 and head dims without a tensor-core instantiation run both parts on the
  * CUDA-core body. */
 #include <limits.h>
@@ -172,9 +176,26 @@ static void bif_plan(const problem_t *p, const device_info_t *dev, attn_plan_t *
                     (wgmma ? BIF_WGMMA : 0) | (wide ? BIF_WIDE : 0);
 }
 
-static size_t bif_workspace_bytes(const problem_t *p, const attn_plan_t *plan)
+/* Partials, then one completion counter per (stream, kv head, decode row tile). */
+static size_t bif_counters_offset(const problem_t *p, const attn_plan_t *plan)
 {
     return attn_partials_bytes(p, bif_resolve(p, plan).nslots);
+}
+
+static size_t bif_workspace_bytes(const problem_t *p, const attn_plan_t *plan)
+{
+    size_t partials = bif_counters_offset(p, plan);
+    if (!partials) return 0;
+    return partials + (size_t)problem_streams(p) * p->kv_heads * bif_dec_row_tiles(p) * sizeof(unsigned int);
+}
+
+/* The 64-key wgmma body leaves room on each SM for a lean decode CTA: the decode
+ * part then runs beside the context part on a second stream. Otherwise it runs
+ * after it, and its last CTA of each (stream, kv head) merges every partial
+ * (attn_tail_merge_fits), which saves the merge launch. */
+static bool bif_concurrent(const problem_t *p, const attn_plan_t *plan)
+{
+    return bif_wgmma(plan) && !bif_wide(plan) && bif_ctx_keys(p) > 0;
 }
 
 static size_t bif_private_bytes(const problem_t *p, const attn_plan_t *plan)
@@ -186,7 +207,7 @@ static size_t bif_private_bytes(const problem_t *p, const attn_plan_t *plan)
 static attn_io_t bif_io(const problem_t *p, const attn_plan_t *plan)
 {
     attn_io_t io;
-    double partials = (double)bif_workspace_bytes(p, plan);
+    double partials = (double)bif_counters_offset(p, plan);
     /* paged: the per-stream copies of a partly filled last context block are read
      * by the decode part, stream by stream */
     double kv = p->cache == CACHE_PAGED ? io_kv_bytes_stored(p) : io_kv_bytes_unique(p);
@@ -248,8 +269,8 @@ static void bif_teardown(attn_args_t *a)
 static cudaError_t bif_setup(attn_args_t *a)
 {
     const problem_t *p = &a->problem;
-    const bool overlap = bif_wgmma(&a->plan) && bif_ctx_keys(p) > 0;
-    cudaError_t err = attn_setup_keysplit(p, bif_dec_addr(p), overlap);
+    const bool concurrent = bif_concurrent(p, &a->plan);
+    cudaError_t err = attn_setup_keysplit(p, bif_dec_addr(p), concurrent);
     if (err != cudaSuccess) return err;
     if (!attn_tc_path(p)) return attn_setup_keysplit(p, bif_ctx_addr(p), false);
     const bool wgmma = bif_wgmma(&a->plan), wide = bif_wide(&a->plan);
@@ -258,10 +279,11 @@ static cudaError_t bif_setup(attn_args_t *a)
     if (!fn) return cudaErrorInvalidValue;
     err = cudaFuncSetAttribute(fn, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                wgmma ? wgmma_smem(wide) : attn_smem_bytes(p, false));
-    if (err != cudaSuccess || !overlap) return err;
+    if (err != cudaSuccess || !wgmma || bif_ctx_keys(p) == 0) return err;
     /* The largest carveout, so that a lean decode CTA fits beside a context CTA
      * (attn_setup_keysplit sets the same on the decode body). */
-    err = cudaFuncSetAttribute(fn, cudaFuncAttributePreferredSharedMemoryCarveout, cudaSharedmemCarveoutMaxShared);
+    if (concurrent)
+        err = cudaFuncSetAttribute(fn, cudaFuncAttributePreferredSharedMemoryCarveout, cudaSharedmemCarveoutMaxShared);
     if (err != cudaSuccess) return err;
     /* CUtensorMap must be 64-byte aligned */
     bif_state_t *st = static_cast<bif_state_t *>(aligned_alloc(64, (sizeof(bif_state_t) + 63) / 64 * 64));
@@ -270,9 +292,9 @@ static cudaError_t bif_setup(attn_args_t *a)
     a->state = st;
     err = p->cache == CACHE_PAGED ? cudaSuccess
                                   : bif_encode_ctx_map(a, wide ? WG_KT_WIDE : WG_KT, &st->ctx_map);
-    if (err == cudaSuccess) err = cudaStreamCreateWithFlags(&st->side, cudaStreamNonBlocking);
-    if (err == cudaSuccess) err = cudaEventCreateWithFlags(&st->fork, cudaEventDisableTiming);
-    if (err == cudaSuccess) err = cudaEventCreateWithFlags(&st->join, cudaEventDisableTiming);
+    if (err == cudaSuccess && concurrent) err = cudaStreamCreateWithFlags(&st->side, cudaStreamNonBlocking);
+    if (err == cudaSuccess && concurrent) err = cudaEventCreateWithFlags(&st->fork, cudaEventDisableTiming);
+    if (err == cudaSuccess && concurrent) err = cudaEventCreateWithFlags(&st->join, cudaEventDisableTiming);
     if (err != cudaSuccess) bif_teardown(a);
     return err;
 }
@@ -285,9 +307,11 @@ static cudaError_t bif_launch(attn_args_t *a, cudaStream_t stream)
     if (s.nslots > 1 && !a->workspace) return cudaErrorInvalidValue;
     attn_params_t P = attn_params_base(a, s.nslots);
     bif_state_t *st = s.ctx_slots > 0 ? static_cast<bif_state_t *>(a->state) : NULL;
-    cudaStream_t dec_stream = st ? st->side : stream;
+    const bool concurrent = bif_concurrent(p, &a->plan);
+    if (concurrent && !st) return cudaErrorInvalidValue;
+    cudaStream_t dec_stream = concurrent ? st->side : stream;
     cudaError_t err;
-    if (st) {
+    if (concurrent) {
         err = cudaEventRecord(st->fork, stream);
         if (err == cudaSuccess) err = cudaStreamWaitEvent(st->side, st->fork, 0);
         if (err != cudaSuccess) return err;
@@ -342,12 +366,16 @@ static cudaError_t bif_launch(attn_args_t *a, cudaStream_t stream)
     dp.key_begin = bif_ctx_keys(p);
     dp.key_end = problem_keys(p);
     dp.slot_base = s.ctx_slots;
-    err = attn_launch_keysplit(p, bif_dec_addr(p), &dp, dec_stream, st != NULL);
-    if (err == cudaSuccess && st) {
+    const bool tail_merge = !concurrent && s.nslots > 1 && attn_tail_merge_fits(p, s.nslots);
+    if (tail_merge)
+        dp.counters = reinterpret_cast<unsigned int *>(static_cast<char *>(a->workspace) +
+                                                       bif_counters_offset(p, &a->plan));
+    err = attn_launch_keysplit(p, bif_dec_addr(p), &dp, dec_stream, concurrent);
+    if (err == cudaSuccess && concurrent) {
         err = cudaEventRecord(st->join, st->side);
         if (err == cudaSuccess) err = cudaStreamWaitEvent(stream, st->join, 0);
     }
-    if (err != cudaSuccess || s.nslots == 1) return err;
+    if (err != cudaSuccess || s.nslots == 1 || tail_merge) return err;
     return attn_launch_merge(p, &P, stream);
 }
 

@@ -213,18 +213,6 @@ static attn_io_t fused_io(const problem_t *p, const attn_plan_t *plan)
     return io;
 }
 
-/* Where the split partials are merged. The last CTA of a (stream, kv head) folds
- * them itself when that is little work: it saves a launch. With many valid rows per
- * CTA (MQA-like groups) times many splits, that one CTA would read megabytes of
- * partials alone at the tail of the grid, so a merge kernel spread over every
- * (stream, head) row does it instead. */
-#define FUSED_TAIL_MERGE_MAX 256
-static int fused_merge_apart(const problem_t *p, split_plan_t split)
-{
-    int rows = problem_group(p) < attn_rows_per_cta(p, true) ? problem_group(p) : attn_rows_per_cta(p, true);
-    return (long)rows * split.splits > FUSED_TAIL_MERGE_MAX;
-}
-
 static int fused_addr(const problem_t *p) { return p->cache == CACHE_PAGED ? ADDR_PAGED : ADDR_CONTIG; }
 
 static cudaError_t fused_setup(attn_args_t *a)
@@ -252,7 +240,7 @@ static cudaError_t fused_launch(attn_args_t *a, cudaStream_t stream)
     P.key_begin = 0;
     P.key_end = problem_keys(p);
     P.slot_base = 0;
-    if (split.splits > 1 && !fused_merge_apart(p, split)) {
+    if (split.splits > 1 && attn_tail_merge_fits(p, split.splits)) {
         P.counters = reinterpret_cast<unsigned int *>(static_cast<char *>(a->workspace) +
                                                       fused_counters_offset(p, &a->plan));
         return attn_launch_keysplit(p, addr, &P, stream, false);
