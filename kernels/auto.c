@@ -5,12 +5,15 @@
  *   fused:       a fixed cost, then the larger of its memory time (every stream reads
  *                its whole L; on a paged cache the shared blocks come from DRAM once
  *                and from L2 for the other streams) and its tensor-core time;
- *   bifurcated:  a larger fixed cost (a context launch, a decode launch, a merge;
- *                larger still when W*p is too small for the wgmma context body),
- *                then its memory time (the context once per request) plus its
- *                tensor-core time, which it does not overlap as well.
- * The constants were fitted on the sweeps in results/h200/ (bifurcated.csv: the
- * wgmma context body reaches about half the measured GEMM rate end to end, the
+ *   bifurcated:  a larger fixed cost (a context launch, a decode launch, a merge
+ *                launch with the wgmma context body; with the mma.sync body, where
+ *                W*p is too small for wgmma, the decode part's last CTAs merge and
+ *                the fixed cost is smaller), then its memory time (the context once
+ *                per request) plus its tensor-core time, which it does not overlap
+ *                as well.
+ * The constants were fitted on the sweeps in results/h200/ (bifurcated.csv and
+ * bifurcated-paged.csv, checked against peaks 2% lower and higher than measured:
+ * the wgmma context body reaches about half the measured GEMM rate end to end, the
  * mma.sync and CUDA-core paths of `fused` about a seventh). Bifurcation wins once
  * the context traffic it saves, (W - 1) * B * m_c rows of K/V, outweighs its fixed
  * cost; with W = 1 it saves nothing and is never picked. */

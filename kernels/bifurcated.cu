@@ -22,8 +22,9 @@
  *     indirection reads the source stream's decoded K/V.
  *  3. The log-sum-exp merge of the context splits and decode splits of each
  *     (stream, head) into out: by the decode part's last CTA of each (stream, kv
- *     head) where the decode part runs after the context part, else (the decode
- *     part beside the 64-key wgmma body, or many partials) a merge launch.
+ *     head) where the decode part runs after the context part (mma.sync body),
+ *     else (the decode part beside the wgmma body, or many partials) a merge
+ *     launch.
  * fp32 and head dims without a tensor-core instantiation run both parts on the
  * CUDA-core body. */
 #include <limits.h>
@@ -189,13 +190,16 @@ static size_t bif_workspace_bytes(const problem_t *p, const attn_plan_t *plan)
     return partials + (size_t)problem_streams(p) * p->kv_heads * bif_dec_row_tiles(p) * sizeof(unsigned int);
 }
 
-/* The 64-key wgmma body leaves room on each SM for a lean decode CTA: the decode
- * part then runs beside the context part on a second stream. Otherwise it runs
- * after it, and its last CTA of each (stream, kv head) merges every partial
- * (attn_tail_merge_fits), which saves the merge launch. */
+/* With the wgmma context body the decode part runs beside it on a second stream:
+ * a lean decode CTA shares each SM with a 64-key context CTA, and behind the wide
+ * body it takes the SMs the context grid leaves and those its CTAs free first
+ * (run after it instead, W = 256 at 32k of MHA took 23% longer, H200). With the
+ * mma.sync body the decode part runs after it, and its last CTA of each (stream,
+ * kv head) merges every partial (attn_tail_merge_fits), which saves the merge
+ * launch. */
 static bool bif_concurrent(const problem_t *p, const attn_plan_t *plan)
 {
-    return bif_wgmma(plan) && !bif_wide(plan) && bif_ctx_keys(p) > 0;
+    return bif_wgmma(plan) && bif_ctx_keys(p) > 0;
 }
 
 static size_t bif_private_bytes(const problem_t *p, const attn_plan_t *plan)
@@ -279,11 +283,10 @@ static cudaError_t bif_setup(attn_args_t *a)
     if (!fn) return cudaErrorInvalidValue;
     err = cudaFuncSetAttribute(fn, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                wgmma ? wgmma_smem(wide) : attn_smem_bytes(p, false));
-    if (err != cudaSuccess || !wgmma || bif_ctx_keys(p) == 0) return err;
+    if (err != cudaSuccess || !concurrent) return err;
     /* The largest carveout, so that a lean decode CTA fits beside a context CTA
      * (attn_setup_keysplit sets the same on the decode body). */
-    if (concurrent)
-        err = cudaFuncSetAttribute(fn, cudaFuncAttributePreferredSharedMemoryCarveout, cudaSharedmemCarveoutMaxShared);
+    err = cudaFuncSetAttribute(fn, cudaFuncAttributePreferredSharedMemoryCarveout, cudaSharedmemCarveoutMaxShared);
     if (err != cudaSuccess) return err;
     /* CUtensorMap must be 64-byte aligned */
     bif_state_t *st = static_cast<bif_state_t *>(aligned_alloc(64, (sizeof(bif_state_t) + 63) / 64 * 64));
@@ -292,9 +295,9 @@ static cudaError_t bif_setup(attn_args_t *a)
     a->state = st;
     err = p->cache == CACHE_PAGED ? cudaSuccess
                                   : bif_encode_ctx_map(a, wide ? WG_KT_WIDE : WG_KT, &st->ctx_map);
-    if (err == cudaSuccess && concurrent) err = cudaStreamCreateWithFlags(&st->side, cudaStreamNonBlocking);
-    if (err == cudaSuccess && concurrent) err = cudaEventCreateWithFlags(&st->fork, cudaEventDisableTiming);
-    if (err == cudaSuccess && concurrent) err = cudaEventCreateWithFlags(&st->join, cudaEventDisableTiming);
+    if (err == cudaSuccess) err = cudaStreamCreateWithFlags(&st->side, cudaStreamNonBlocking);
+    if (err == cudaSuccess) err = cudaEventCreateWithFlags(&st->fork, cudaEventDisableTiming);
+    if (err == cudaSuccess) err = cudaEventCreateWithFlags(&st->join, cudaEventDisableTiming);
     if (err != cudaSuccess) bif_teardown(a);
     return err;
 }

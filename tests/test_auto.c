@@ -96,7 +96,7 @@ static void test_wgmma_context_body_from_64_rows_on_hopper(void **state)
     assert_true(on_wgmma(shape(16, 8, 8192), &dev));   /* W*p = 16*4 = 64 rows: one warpgroup tile */
     problem_t p = shape(8, 8, 8192);                   /* 32 rows: the mma.sync body wastes less */
     assert_false(on_wgmma(p, &dev));
-    /* and its fixed cost is the larger one */
+    /* and the model charges it that body's fixed cost */
     attn_plan_t plan = bifurcated_plan(p, &dev);
     assert_true(auto_predict_bifurcated_us(&p, &plan, &dev) >= BIFURCATED_ROWSPLIT_FIXED_US);
     p = shape(16, 8, 8192);
