@@ -308,25 +308,12 @@ __device__ void combine_and_emit(const attn_params_t &P, const cta_coord &c, con
         if (!row_target(P, c, r, &stream, &head)) continue;
         int64_t row_id = (int64_t)stream * P.heads + head;
         float m = -INFINITY, l = 0.f, acc[4] = {0.f, 0.f, 0.f, 0.f};
-        /* The partials are fetched TAIL_BATCH at a time before any is folded: one
-         * L2 round trip per batch instead of one per split, which at 16 splits was
-         * several microseconds of a 40 us step. */
-        constexpr int TAIL_BATCH = 8;
-        for (int s0 = 0; s0 < P.nslots; s0 += TAIL_BATCH) {
-            float2 ml[TAIL_BATCH];
-            float4 a[TAIL_BATCH];
-#pragma unroll
-            for (int j = 0; j < TAIL_BATCH; ++j) {
-                int64_t slot = row_id * P.nslots + min(s0 + j, P.nslots - 1);
-                ml[j] = __ldcg(P.ws_ml + slot);
-                a[j] = __ldcg(reinterpret_cast<const float4 *>(P.ws_acc + slot * d + x));
-            }
-#pragma unroll
-            for (int j = 0; j < TAIL_BATCH; ++j) {
-                if (s0 + j >= P.nslots) break;
-                float part[4] = {a[j].x, a[j].y, a[j].z, a[j].w};
-                lse_merge(&m, &l, acc, ml[j].x, ml[j].y, part, 4);
-            }
+        for (int s = 0; s < P.nslots; ++s) {
+            int64_t slot = row_id * P.nslots + s;
+            float2 ml = __ldcg(P.ws_ml + slot);
+            float4 a = __ldcg(reinterpret_cast<const float4 *>(P.ws_acc + slot * d + x));
+            float part[4] = {a.x, a.y, a.z, a.w};
+            lse_merge(&m, &l, acc, ml.x, ml.y, part, 4);
         }
         float inv = l > 0.f ? 1.f / l : 0.f;
         store4((T *)P.out + row_id * d + x, acc[0] * inv, acc[1] * inv, acc[2] * inv, acc[3] * inv);
