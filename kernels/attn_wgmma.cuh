@@ -405,31 +405,38 @@ __global__ void __launch_bounds__(WG_THREADS, 1)
         wg_hold(s);
         softmax(0, pa[0]);
     }
-    /* Iteration t: P_t V_t from pa[t % 2], softmax of tile t+1 into pa[(t+1) % 2].
-     * The buffer index must be a constant (register arrays), so the loop runs in pairs. */
-    auto step = [&](int t, auto cur) {
+    /* The GEMMs and softmax of iteration t (none for a warpgroup without rows):
+     * P_t V_t from pa[t % 2], softmax of tile t+1 into pa[(t+1) % 2]. Each branch issues and retires its own wgmma groups (a
+     * group left in flight across a branch makes the compiler serialise every wgmma).
+     * tile_ready(t + 1) waits for the tile S_{t+1} reads, where the caller has not. */
+    auto compute = [&](int t, auto cur, auto tile_ready, bool has_rows) {
         constexpr int C = decltype(cur)::value;
+        if (has_rows && t + 1 < ntiles) {
+            tile_ready(t + 1);
+            wg_hold(o);
+            wg_fence();
+            issue_s(t + 1);
+            issue_pv(t, pa[C]);
+            wg_wait<1>();
+            wg_hold(s);
+            softmax(t + 1, pa[1 - C]);
+            wg_wait<0>();
+            wg_hold(o);
+            rescale_o();
+        } else if (has_rows) {
+            wg_hold(o);
+            wg_fence();
+            issue_pv(t, pa[C]);
+            wg_wait<0>();
+            wg_hold(o);
+        }
+    };
+    /* Iteration t with its loads. The buffer index of pa must be a constant (register
+     * arrays), so the loop runs in pairs. */
+    auto step = [&](int t, auto cur) {
         if (TMA) {
             if (!wg_has_rows) return;
-            if (t + 1 < ntiles) {
-                mbar_wait(smem_addr(&full[(t + 1) % WG_STAGES]), ((t + 1) / WG_STAGES) & 1);
-                wg_hold(o);
-                wg_fence();
-                issue_s(t + 1);
-                issue_pv(t, pa[C]);
-                wg_wait<1>();
-                wg_hold(s);
-                softmax(t + 1, pa[1 - C]);
-                wg_wait<0>();
-                wg_hold(o);
-                rescale_o();
-            } else {
-                wg_hold(o);
-                wg_fence();
-                issue_pv(t, pa[C]);
-                wg_wait<0>();
-                wg_hold(o);
-            }
+            compute(t, cur, [&](int j) { mbar_wait(smem_addr(&full[j % WG_STAGES]), (j / WG_STAGES) & 1); }, true);
             /* Tile t is read (S_t one step ago, P_t V_t now): the last reading warp
              * refills its stage with tile t + STAGES. The count only grows, so no
              * reset races with the next round's arrivals. */
@@ -446,27 +453,7 @@ __global__ void __launch_bounds__(WG_THREADS, 1)
         cp_async_commit();
         const bool fetch = tid < KT && t + WG_STAGES < ntiles;
         uint32_t next_off = fetch ? tile_row_offset(t + WG_STAGES, tid) : NO_ROW;
-
-        /* Each branch issues and retires its own wgmma groups (a group left in flight
-         * across a branch makes the compiler serialise every wgmma). */
-        if (wg_has_rows && t + 1 < ntiles) {
-            wg_hold(o);
-            wg_fence();
-            issue_s(t + 1);
-            issue_pv(t, pa[C]);
-            wg_wait<1>();
-            wg_hold(s);
-            softmax(t + 1, pa[1 - C]);
-            wg_wait<0>();
-            wg_hold(o);
-            rescale_o();
-        } else if (wg_has_rows) {
-            wg_hold(o);
-            wg_fence();
-            issue_pv(t, pa[C]);
-            wg_wait<0>();
-            wg_hold(o);
-        }
+        compute(t, cur, [](int) {}, wg_has_rows);
         if (fetch) off_ring[((t + WG_STAGES) % WG_STAGES) * KT + tid] = next_off;
     };
     for (int t = 0; t < ntiles; t += 2) {
