@@ -406,9 +406,10 @@ __global__ void __launch_bounds__(WG_THREADS, 1)
         softmax(0, pa[0]);
     }
     /* The GEMMs and softmax of iteration t (none for a warpgroup without rows):
-     * P_t V_t from pa[t % 2], softmax of tile t+1 into pa[(t+1) % 2]. Each branch issues and retires its own wgmma groups (a
-     * group left in flight across a branch makes the compiler serialise every wgmma).
-     * tile_ready(t + 1) waits for the tile S_{t+1} reads, where the caller has not. */
+     * P_t V_t from pa[t % 2], softmax of tile t+1 into pa[(t+1) % 2]. Each branch
+     * issues and retires its own wgmma groups (a group left in flight across a branch
+     * makes the compiler serialise every wgmma). tile_ready(t + 1) waits for the tile
+     * S_{t+1} reads, where the caller has not. */
     auto compute = [&](int t, auto cur, auto tile_ready, bool has_rows) {
         constexpr int C = decltype(cur)::value;
         if (has_rows && t + 1 < ntiles) {
