@@ -6,8 +6,7 @@
 #include <stdlib.h>
 
 #include "../harness/compare.h"
-
-int cmd_compare(int argc, char **argv);
+#include "commands.h"
 
 static void compare_usage(FILE *f)
 {
@@ -59,13 +58,8 @@ int cmd_compare(int argc, char **argv)
         case 'h':
             compare_usage(stdout);
             return 0;
-        case ':':
-            fprintf(stderr, "attnbench compare: %s needs a value\n", argv[optind - 1]);
-            return 2;
         default:
-            fprintf(stderr, "attnbench compare: unknown option '%s' (see --help)\n",
-                    argv[optind - 1]);
-            return 2;
+            return cmd_option_error("compare", opt, argv);
         }
     }
     if (argc - optind != 2) {

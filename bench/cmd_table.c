@@ -6,8 +6,7 @@
 
 #include "../harness/csv.h"
 #include "../harness/table.h"
-
-int cmd_table(int argc, char **argv);
+#include "commands.h"
 
 static void table_usage(FILE *f)
 {
@@ -117,12 +116,8 @@ int cmd_table(int argc, char **argv)
         case 'h':
             table_usage(stdout);
             return 0;
-        case ':':
-            fprintf(stderr, "attnbench table: %s needs a value\n", argv[optind - 1]);
-            return 2;
         default:
-            fprintf(stderr, "attnbench table: unknown option '%s' (see --help)\n", argv[optind - 1]);
-            return 2;
+            return cmd_option_error("table", opt, argv);
         }
     }
     if (optind < argc) {
