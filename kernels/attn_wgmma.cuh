@@ -260,9 +260,10 @@ __global__ void __launch_bounds__(WG_THREADS, 1)
         tma_load_3d(vs, &ctx_map, 0, key, mv, bar);
         tma_load_3d(vs + S::HALF_TILE, &ctx_map, 64, key, mv, bar);
     };
+    /* Whether warpgroup w has query rows in this CTA's row tile. */
+    auto wg_rows = [&](int w) { return c.row_tile * P.rows_per_cta + w * 64 < P.rows_per_unit; };
     /* Warps that read each tile: the stage is refilled when the last of them is done. */
-    const unsigned int readers =
-        4u * (c.row_tile * P.rows_per_cta + 64 < P.rows_per_unit ? 2u : 1u);
+    const unsigned int readers = 4u * (wg_rows(1) ? 2u : 1u);
 
     /* Prologue: row offsets of the first tiles (TMA: the barriers), Q, then STAGES-1
      * tiles in flight (TMA: all STAGES). */
@@ -297,7 +298,7 @@ __global__ void __launch_bounds__(WG_THREADS, 1)
         }
     }
 
-    const bool wg_has_rows = c.row_tile * P.rows_per_cta + wg * 64 < P.rows_per_unit;
+    const bool wg_has_rows = wg_rows(wg);
     /* This warpgroup's 64 Q rows: K-major A, k step kk at half kk/4, byte 32*(kk%4). */
     const uint32_t q_wg = smem_addr(q_s) + wg * 64 * 128;
 
