@@ -86,7 +86,7 @@ static bool bif_wide_fits(const problem_t *p, const device_info_t *dev)
     const double bw = dev->peak_read_gbps > 0 ? dev->peak_read_gbps * 1e3 : 4.5e6;  /* bytes per us */
     const double tc = dev->peak_tc_tflops > 0 ? dev->peak_tc_tflops * 1e6 : 8.5e8; /* FLOPs per us */
     const double streams = (double)p->batch * p->beam;
-    const double dec_us = streams * p->kv_heads * (double)(problem_keys(p) - p->ctx) * p->head_dim * 4.0 / bw;
+    const double dec_us = streams * (double)(problem_keys(p) - p->ctx) * io_kv_row_bytes(p) / bw;
     const double ctx_us = 4.0 * streams * p->heads * (double)p->ctx * p->head_dim / tc;
     return dec_us < BIF_WIDE_MAX_DECODE_SHARE * ctx_us || (dec_us < ctx_us && ctx_us >= BIF_WIDE_LARGE_CONTEXT_US);
 }
@@ -343,7 +343,6 @@ static cudaError_t bif_launch(attn_args_t *a, cudaStream_t stream)
         if (wgmma) {
             const bool wide = bif_wide(&a->plan);
             wgmma_ctx_fn fn = wgmma_pick(p, bif_ctx_addr(p), wide);
-            if (!st) return cudaErrorInvalidValue;
             fn<<<(unsigned)ctas, WG_THREADS, wgmma_smem(wide), stream>>>(cp, st->ctx_map);
             err = cudaGetLastError();
         } else if (attn_tc_path(p)) {

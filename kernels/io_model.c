@@ -1,7 +1,7 @@
 /* The byte and FLOP arithmetic of one decode step (SPEC §6, the paper's IO model). */
 #include "registry.h"
 
-static double kv_row_bytes(const problem_t *p)
+double io_kv_row_bytes(const problem_t *p)
 {
     /* K and V of every kv head at one position */
     return 2.0 * p->kv_heads * p->head_dim * (double)dtype_size(p->dtype);
@@ -9,12 +9,12 @@ static double kv_row_bytes(const problem_t *p)
 
 double io_kv_bytes_replicated(const problem_t *p)
 {
-    return (double)problem_streams(p) * problem_keys(p) * kv_row_bytes(p);
+    return (double)problem_streams(p) * problem_keys(p) * io_kv_row_bytes(p);
 }
 
 double io_kv_bytes_unique(const problem_t *p)
 {
-    return ((double)p->batch * p->ctx + (double)problem_streams(p) * p->gen) * kv_row_bytes(p);
+    return ((double)p->batch * p->ctx + (double)problem_streams(p) * p->gen) * io_kv_row_bytes(p);
 }
 
 double io_kv_bytes_stored(const problem_t *p)
@@ -24,7 +24,7 @@ double io_kv_bytes_stored(const problem_t *p)
      * partly filled last context block is copied per stream */
     double shared = (double)(p->ctx / p->block_size) * p->block_size;
     return ((double)p->batch * shared + (double)problem_streams(p) * (problem_keys(p) - shared)) *
-           kv_row_bytes(p);
+           io_kv_row_bytes(p);
 }
 
 double io_qo_bytes(const problem_t *p)

@@ -85,6 +85,7 @@ extern const attn_kernel_t *const attn_kernels[];
 const attn_kernel_t *attn_kernel_find(const char *name);
 
 /* The byte and FLOP arithmetic every kernel's model is built from. */
+double io_kv_row_bytes(const problem_t *p);          /* K and V of every kv head at one position */
 double io_kv_bytes_replicated(const problem_t *p);   /* every stream reads its whole L */
 double io_kv_bytes_unique(const problem_t *p);       /* context once per request */
 /* The K/V the cache holds for the problem's streams: replicated on a contiguous
