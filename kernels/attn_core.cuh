@@ -250,11 +250,11 @@ __device__ __forceinline__ void store4(T *dst, float a, float b, float c, float 
 
 /* The fold of every split's partial of `rows` CTA rows (from CTA row row0 of the unit's
  * group-major rows on) into out, by the last CTA of a split-KV grid. Each thread
- * fetches TAIL_MERGE_BATCH slots before folding any, so n slots cost n/8 dependent
+ * fetches TAIL_MERGE_BATCH slots before folding any, so n slots cost n/16 dependent
  * L2 round trips rather than n (16 slots took about 4 us one by one, a tenth of a
  * 128 MiB step). Out of line, with its inputs by value, so that the CTA bodies'
  * register allocation does not change with it. */
-#define TAIL_MERGE_BATCH 8
+#define TAIL_MERGE_BATCH 16
 template <typename T>
 __device__ __noinline__ void tail_merge(T *out, const float *ws_acc, const float2 *ws_ml, int nslots, int d,
                                         int rows, int row0, int group, int stream0, int head0, int heads)

@@ -59,36 +59,63 @@ static attn_kernel_fn ctx_fn_t(int d, int addr)
 #define BIF_WGMMA 1
 #define BIF_WIDE 2
 
+/* The two sizes the context body is chosen by, at the measured peaks (or H200's
+ * where none was measured, as under `verify`): the context part's tensor-core time
+ * and its K_c/V_c read time, and the decode part's K_d/V_d read time. */
+#define BIF_DEFAULT_BYTES_PER_US 4.5e6
+#define BIF_DEFAULT_FLOPS_PER_US 8.5e8
+static double bif_bytes_per_us(const device_info_t *dev)
+{
+    return dev->peak_read_gbps > 0 ? dev->peak_read_gbps * 1e3 : BIF_DEFAULT_BYTES_PER_US;
+}
+static double bif_ctx_flop_us(const problem_t *p, const device_info_t *dev)
+{
+    const double tc = dev->peak_tc_tflops > 0 ? dev->peak_tc_tflops * 1e6 : BIF_DEFAULT_FLOPS_PER_US;
+    return 4.0 * p->batch * p->beam * p->heads * (double)p->ctx * p->head_dim / tc;
+}
+static double bif_ctx_read_us(const problem_t *p, const device_info_t *dev)
+{
+    return (double)p->batch * p->ctx * io_kv_row_bytes(p) / bif_bytes_per_us(dev);
+}
+static double bif_dec_read_us(const problem_t *p, const device_info_t *dev)
+{
+    return (double)p->batch * p->beam * (problem_keys(p) - p->ctx) * io_kv_row_bytes(p) / bif_bytes_per_us(dev);
+}
+
 /* The wgmma body takes the context part on Hopper at d = 128 once W*p fills one of
  * its two 64-row warpgroups: from there on its tensor-core rate, and the decode
  * part it lets run beside it, outweigh an idle warpgroup. Below that the 64-row
- * ROWSPLIT body wastes less. */
+ * ROWSPLIT body wastes less, except at W*p = 32 on a large context: there the
+ * ROWSPLIT tiles are half padding, their doubled tensor work binds the context part,
+ * and the wgmma body (one idle warpgroup instead) wins once that part is long
+ * against the fixed cost of its side stream and merge launch (H200, probed: g = 32,
+ * W = 32, 16k, 268 MB of context: 101 us against 117 us; g = 8, W = 8, 16k, 67 MB:
+ * 46 us against 42 us). */
+#define BIF_WGMMA_HALF_TILE_MIN_US 50.0
 static bool bif_wgmma_fits(const problem_t *p, const device_info_t *dev)
 {
-    return dev && dev->cc == 90 && attn_tc_path(p) && p->head_dim == WG_D &&
-           p->beam * problem_group(p) >= WG_ROWS / 2;
+    if (!dev || dev->cc != 90 || !attn_tc_path(p) || p->head_dim != WG_D) return false;
+    const int rows = p->beam * problem_group(p);
+    return rows >= WG_ROWS / 2 || (rows >= WG_ROWS / 4 && bif_ctx_read_us(p, dev) >= BIF_WGMMA_HALF_TILE_MIN_US);
 }
 static bool bif_wgmma(const attn_plan_t *plan) { return plan && (plan->variant & BIF_WGMMA); }
 static bool bif_wide(const attn_plan_t *plan) { return plan && (plan->variant & BIF_WIDE); }
 
 /* Wide (128-key) tiles take the whole SM, so the decode part no longer runs beside
- * the context part. They pay off where the decode part is small next to the
- * context part (its K_d/V_d bytes at the measured read bandwidth against the
- * context FLOPs at the measured tensor-core rate), or where the context part is
- * large enough that the wide body's faster tensor-core work outweighs the overlap
- * (H200, results/h200/bifurcated.csv: at a decode share of 0.74 wide tiles were 9%
- * faster with 160 us of context work, 14% slower with 10 us). */
+ * the context part but on the SMs the context grid leaves and frees. They pay off
+ * where the decode part is small next to the context part's tensor-core time, and
+ * wherever that time is large, whatever the decode part: a lean decode CTA beside
+ * a 64-key context CTA overlapped little with it, and the 64-key body's slower
+ * tensor-core work cost more (H200: g = 32, W = 1024, 8k, 2.1 GB of decode traffic
+ * and 160 us of context work, 812 us against 886 us; at a decode share of 0.74,
+ * 9% faster with 160 us of context work, 14% slower with 10 us). */
 #define BIF_WIDE_MAX_DECODE_SHARE 0.25
 #define BIF_WIDE_LARGE_CONTEXT_US 50.0
 static bool bif_wide_fits(const problem_t *p, const device_info_t *dev)
 {
     if (p->cache != CACHE_CONTIGUOUS) return false; /* the TMA path only */
-    const double bw = dev->peak_read_gbps > 0 ? dev->peak_read_gbps * 1e3 : 4.5e6;  /* bytes per us */
-    const double tc = dev->peak_tc_tflops > 0 ? dev->peak_tc_tflops * 1e6 : 8.5e8; /* FLOPs per us */
-    const double streams = (double)p->batch * p->beam;
-    const double dec_us = streams * (double)(problem_keys(p) - p->ctx) * io_kv_row_bytes(p) / bw;
-    const double ctx_us = 4.0 * streams * p->heads * (double)p->ctx * p->head_dim / tc;
-    return dec_us < BIF_WIDE_MAX_DECODE_SHARE * ctx_us || (dec_us < ctx_us && ctx_us >= BIF_WIDE_LARGE_CONTEXT_US);
+    const double ctx_us = bif_ctx_flop_us(p, dev);
+    return bif_dec_read_us(p, dev) < BIF_WIDE_MAX_DECODE_SHARE * ctx_us || ctx_us >= BIF_WIDE_LARGE_CONTEXT_US;
 }
 
 extern "C" int bifurcated_context_on_wgmma(const attn_plan_t *plan)

@@ -89,7 +89,7 @@ static int on_wgmma(problem_t p, const device_info_t *dev)
     return bifurcated_context_on_wgmma(&plan);
 }
 
-static void test_wgmma_context_body_from_64_rows_on_hopper(void **state)
+static void test_wgmma_context_body_from_64_rows_or_32_on_a_large_context(void **state)
 {
     (void)state;
     device_info_t dev = h100();
@@ -102,19 +102,27 @@ static void test_wgmma_context_body_from_64_rows_on_hopper(void **state)
     p = shape(16, 8, 8192);
     p.head_dim = 64;                                   /* only d = 128 has a wgmma body */
     assert_false(on_wgmma(p, &dev));
+    /* W*p = 32 on a large context: half-padded mma.sync tiles would bind it */
+    assert_int_equal(on_wgmma(shape(32, 32, 16384), &dev), 64); /* 268 MB of context */
+    assert_false(on_wgmma(shape(32, 32, 8192), &dev));          /* 134 MB: fixed costs win */
+    assert_false(on_wgmma(shape(16, 32, 65536), &dev));         /* 16 rows */
     dev.cc = 80;                                       /* not Hopper: no wgmma */
     assert_false(on_wgmma(shape(16, 8, 8192), &dev));
+    assert_false(on_wgmma(shape(32, 32, 16384), &dev));
 }
 
-static void test_wide_wgmma_tiles_where_the_decode_part_is_small(void **state)
+static void test_wide_wgmma_tiles_where_the_context_part_is_large_or_the_decode_part_small(void **state)
 {
     (void)state;
     device_info_t dev = h100();
     /* MQA: 128 decoded tokens per stream against 32k of context, tensor-core bound */
     assert_int_equal(on_wgmma(shape(1024, 1, 32768), &dev), 128);
-    /* MHA: the decode part reads as much as the context part computes; it runs beside
-     * the 64-key body, which leaves it room on the SM */
-    assert_int_equal(on_wgmma(shape(256, 32, 16384), &dev), 64);
+    /* MHA: the decode part reads more than the context part computes; with a small
+     * context part it runs beside the 64-key body, which leaves it room on the SM,
+     * and a large context part is worth the wide body alone */
+    assert_int_equal(on_wgmma(shape(64, 32, 8192), &dev), 64);
+    assert_int_equal(on_wgmma(shape(256, 32, 16384), &dev), 128);
+    assert_int_equal(on_wgmma(shape(1024, 32, 8192), &dev), 128);
     /* GQA-8: at 8k the decode part takes most of the context part's time, and with
      * a small context part it runs beside the 64-key body; at 16k (half the share)
      * a large context part is worth the wide body alone */
@@ -196,8 +204,8 @@ int main(void)
         cmocka_unit_test(test_short_context_long_decode_is_fused),
         cmocka_unit_test(test_few_streams_of_mqa_stay_fused),
         cmocka_unit_test(test_paged_shared_prefix_is_bifurcated),
-        cmocka_unit_test(test_wgmma_context_body_from_64_rows_on_hopper),
-        cmocka_unit_test(test_wide_wgmma_tiles_where_the_decode_part_is_small),
+        cmocka_unit_test(test_wgmma_context_body_from_64_rows_or_32_on_a_large_context),
+        cmocka_unit_test(test_wide_wgmma_tiles_where_the_context_part_is_large_or_the_decode_part_small),
         cmocka_unit_test(test_model_terms),
         cmocka_unit_test(test_plan_follows_the_picked_kernel),
         cmocka_unit_test(test_unsupported_by_bifurcated_falls_back),
