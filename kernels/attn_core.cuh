@@ -773,23 +773,36 @@ static inline int attn_rows_per_cta(const problem_t *p, bool keysplit)
     return keysplit ? 16 * attn_keysplit_mt(p) : 16 * ATTN_WARPS;
 }
 
-/* The lean KEYSPLIT instantiation: two pipeline stages instead of three at d = 128,
- * so that a CTA of it fits on an SM beside a CTA of the wgmma context body (the
- * bifurcated decode part runs concurrently with the context part, and its ranges
- * are short: gen keys per stream). Other dims have no lean form. */
+/* The KEYSPLIT body's ring of K/V tiles, at d = 128 (other dims have only the
+ * default):
+ *  - lean: two stages instead of three, so that a CTA fits on an SM beside a CTA of
+ *    the wgmma context body (bifurcated's decode part runs beside the context part,
+ *    and its ranges are short: gen keys per stream);
+ *  - deep: ATTN_DEEP_STAGES stages, for a grid that holds at most one CTA per SM
+ *    (fused's split grids are planned so, for tiles of up to 16 rows): the CTA
+ *    alone must keep its SM's share of HBM bandwidth in flight, and the SM's
+ *    shared memory has room for five tiles in flight instead of two. */
+enum { ATTN_RING_DEFAULT = 0, ATTN_RING_LEAN = 1, ATTN_RING_DEEP = 2 };
 #define ATTN_LEAN_STAGES 2
-static inline bool attn_lean_fits(const problem_t *p, bool lean)
+#ifndef ATTN_DEEP_STAGES
+#define ATTN_DEEP_STAGES 6
+#endif
+/* The ring a problem's KEYSPLIT body gets when `ring` is asked for. */
+static inline int attn_ring(const problem_t *p, int ring)
 {
-    return lean && attn_tc_path(p) && p->head_dim == 128;
+    if (!attn_tc_path(p) || p->head_dim != 128) return ATTN_RING_DEFAULT;
+    if (ring == ATTN_RING_DEEP && attn_keysplit_mt(p) != 1) return ATTN_RING_DEFAULT;
+    return ring;
 }
 
 /* Shared memory of one CTA of the body the problem uses. */
-static inline int attn_smem_bytes(const problem_t *p, bool keysplit, bool lean = false)
+static inline int attn_smem_bytes(const problem_t *p, bool keysplit, int ring = ATTN_RING_DEFAULT)
 {
     if (!attn_tc_path(p)) return cc_smem_bytes(p->head_dim);
     int mt = keysplit ? attn_keysplit_mt(p) : 1;
-    if (keysplit && attn_lean_fits(p, lean))
+    if (keysplit && attn_ring(p, ring) == ATTN_RING_LEAN)
         return mt == 2 ? tc_shape<128, 2, true, ATTN_LEAN_STAGES>::SMEM : tc_shape<128, 1, true, ATTN_LEAN_STAGES>::SMEM;
+    if (keysplit && attn_ring(p, ring) == ATTN_RING_DEEP) return tc_shape<128, 1, true, ATTN_DEEP_STAGES>::SMEM;
 #define ATTN_SMEM_CASE(D)                                                                      \
     if (p->head_dim == D)                                                                      \
         return keysplit ? (mt == 2 ? tc_shape<D, 2, true>::SMEM : tc_shape<D, 1, true>::SMEM)  \
@@ -875,11 +888,11 @@ typedef void (*attn_kernel_fn)(const attn_params_t);
 /* Implemented in fused.cu, used by both kernels: one launch of the KEYSPLIT (or
  * CUDA-core) body over P (address mode addr, P.kv set), grid from P's extents, and
  * the merge of nslots partials into out. setup_keysplit raises the dynamic
- * shared-memory limit of the instantiation a problem uses; lean picks the
- * two-stage instantiation where there is one (attn_lean_fits). */
-cudaError_t attn_setup_keysplit(const problem_t *p, int addr, bool lean);
+ * shared-memory limit of the instantiation a problem uses; ring picks the lean or
+ * deep instantiation where there is one (attn_ring; deep: contiguous cache only). */
+cudaError_t attn_setup_keysplit(const problem_t *p, int addr, int ring);
 cudaError_t attn_launch_keysplit(const problem_t *p, int addr, const attn_params_t *P, cudaStream_t stream,
-                                 bool lean);
+                                 int ring);
 cudaError_t attn_launch_merge(const problem_t *p, const attn_params_t *P, cudaStream_t stream);
 
 #endif

@@ -303,9 +303,9 @@ static cudaError_t bif_setup(attn_args_t *a)
 {
     const problem_t *p = &a->problem;
     const bool concurrent = bif_concurrent(p, &a->plan);
-    cudaError_t err = attn_setup_keysplit(p, bif_dec_addr(p), concurrent);
+    cudaError_t err = attn_setup_keysplit(p, bif_dec_addr(p), concurrent ? ATTN_RING_LEAN : ATTN_RING_DEFAULT);
     if (err != cudaSuccess) return err;
-    if (!attn_tc_path(p)) return attn_setup_keysplit(p, bif_ctx_addr(p), false);
+    if (!attn_tc_path(p)) return attn_setup_keysplit(p, bif_ctx_addr(p), ATTN_RING_DEFAULT);
     const bool wgmma = bif_wgmma(&a->plan), wide = bif_wide(&a->plan);
     const void *fn =
         wgmma ? (const void *)wgmma_pick(p, bif_ctx_addr(p), wide) : (const void *)ctx_pick(p, bif_ctx_addr(p));
@@ -378,7 +378,7 @@ static cudaError_t bif_launch(attn_args_t *a, cudaStream_t stream)
             fn<<<(unsigned)ctas, ATTN_THREADS, attn_smem_bytes(p, false), stream>>>(cp);
             err = cudaGetLastError();
         } else {
-            err = attn_launch_keysplit(p, bif_ctx_addr(p), &cp, stream, false);
+            err = attn_launch_keysplit(p, bif_ctx_addr(p), &cp, stream, ATTN_RING_DEFAULT);
         }
         if (err != cudaSuccess) return err;
     }
@@ -401,7 +401,7 @@ static cudaError_t bif_launch(attn_args_t *a, cudaStream_t stream)
     if (tail_merge)
         dp.counters = reinterpret_cast<unsigned int *>(static_cast<char *>(a->workspace) +
                                                        bif_counters_offset(p, &a->plan));
-    err = attn_launch_keysplit(p, bif_dec_addr(p), &dp, dec_stream, concurrent);
+    err = attn_launch_keysplit(p, bif_dec_addr(p), &dp, dec_stream, concurrent ? ATTN_RING_LEAN : ATTN_RING_DEFAULT);
     if (err == cudaSuccess && concurrent) {
         err = cudaEventRecord(st->join, st->side);
         if (err == cudaSuccess) err = cudaStreamWaitEvent(stream, st->join, 0);

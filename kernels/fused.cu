@@ -60,7 +60,8 @@ static attn_kernel_fn cc_fn_t(int addr)
 }
 
 /* The lean (two-stage) d = 128 instantiations, for the per-stream address modes of
- * bifurcated's decode part. */
+ * bifurcated's decode part, and the deep one, for fused's one-CTA-per-SM grids over
+ * a contiguous cache. */
 template <typename T, int MT>
 static attn_kernel_fn lean_fn(int addr)
 {
@@ -70,11 +71,16 @@ static attn_kernel_fn lean_fn(int addr)
     default: return NULL;
     }
 }
-
-/* The instantiation and its dynamic shared memory for a problem and address mode. */
-static attn_kernel_fn keysplit_pick(const problem_t *p, int addr, bool lean, int *smem)
+template <typename T>
+static attn_kernel_fn deep_fn(int addr)
 {
-    *smem = attn_smem_bytes(p, true, lean);
+    return addr == ADDR_CONTIG ? attn_tc_kernel<T, 128, 1, true, ADDR_CONTIG, ATTN_DEEP_STAGES> : NULL;
+}
+
+/* The instantiation and its dynamic shared memory for a problem, address mode and ring. */
+static attn_kernel_fn keysplit_pick(const problem_t *p, int addr, int ring, int *smem)
+{
+    *smem = attn_smem_bytes(p, true, ring);
     if (!attn_tc_path(p)) {
         switch (p->dtype) {
         case DTYPE_FP16: return cc_fn_t<__half>(addr);
@@ -84,34 +90,37 @@ static attn_kernel_fn keysplit_pick(const problem_t *p, int addr, bool lean, int
     }
     int mt = attn_keysplit_mt(p);
     const bool half = p->dtype == DTYPE_FP16;
-    if (attn_lean_fits(p, lean)) {
+    switch (attn_ring(p, ring)) {
+    case ATTN_RING_LEAN:
         if (mt == 2) return half ? lean_fn<__half, 2>(addr) : lean_fn<__nv_bfloat16, 2>(addr);
         return half ? lean_fn<__half, 1>(addr) : lean_fn<__nv_bfloat16, 1>(addr);
+    case ATTN_RING_DEEP: return half ? deep_fn<__half>(addr) : deep_fn<__nv_bfloat16>(addr);
+    default: break;
     }
     if (half) return keysplit_fn_t<__half>(p->head_dim, mt, addr);
     return keysplit_fn_t<__nv_bfloat16>(p->head_dim, mt, addr);
 }
 
-cudaError_t attn_setup_keysplit(const problem_t *p, int addr, bool lean)
+cudaError_t attn_setup_keysplit(const problem_t *p, int addr, int ring)
 {
     int smem;
-    attn_kernel_fn fn = keysplit_pick(p, addr, lean, &smem);
+    attn_kernel_fn fn = keysplit_pick(p, addr, ring, &smem);
     if (!fn) return cudaErrorInvalidValue;
     cudaError_t err = cudaFuncSetAttribute((const void *)fn, cudaFuncAttributeMaxDynamicSharedMemorySize, smem);
     /* The lean body runs beside another kernel's CTAs (bifurcated's wgmma context
      * part): both ask for the largest shared-memory carveout, or an SM configured
      * for one kernel's smaller need has no room left for the other's CTA. */
-    if (err == cudaSuccess && lean)
+    if (err == cudaSuccess && attn_ring(p, ring) == ATTN_RING_LEAN)
         err = cudaFuncSetAttribute((const void *)fn, cudaFuncAttributePreferredSharedMemoryCarveout,
                                    cudaSharedmemCarveoutMaxShared);
     return err;
 }
 
 cudaError_t attn_launch_keysplit(const problem_t *p, int addr, const attn_params_t *P, cudaStream_t stream,
-                                 bool lean)
+                                 int ring)
 {
     int smem;
-    attn_kernel_fn fn = keysplit_pick(p, addr, lean, &smem);
+    attn_kernel_fn fn = keysplit_pick(p, addr, ring, &smem);
     if (!fn) return cudaErrorInvalidValue;
     int64_t ctas = (int64_t)P->units * P->kv_heads * P->splits * P->row_tiles;
     if (ctas == 0) return cudaSuccess;
@@ -163,6 +172,10 @@ static kv_layout_t fused_layout(const problem_t *p)
     return p->cache == CACHE_PAGED ? LAYOUT_PAGED : LAYOUT_CONTIGUOUS;
 }
 
+/* plan->variant bits: the tensor-core body (else the CUDA-core one), and its deep ring. */
+#define FUSED_TC 1
+#define FUSED_DEEP 2
+
 static void fused_plan(const problem_t *p, const device_info_t *dev, attn_plan_t *plan)
 {
     plan->runs = &kernel_fused;
@@ -181,7 +194,17 @@ static void fused_plan(const problem_t *p, const device_info_t *dev, attn_plan_t
      * two, results/h200/paged.csv). */
     const bool two = attn_keysplit_mt(p) > 1 || p->cache == CACHE_PAGED;
     plan->split = attn_split(p, dev, items, problem_keys(p), two ? 2 : 1);
-    plan->variant = attn_tc_path(p) ? 1 : 0; /* 1: tensor-core body, 0: CUDA-core body */
+    plan->variant = attn_tc_path(p) ? FUSED_TC : 0;
+    /* A grid of at most one CTA per SM gets the deep ring (attn_ring): nothing else
+     * needs the SM's shared memory. */
+    if (!two && dev && dev->sm_count > 0 && items * plan->split.splits <= dev->sm_count &&
+        attn_ring(p, ATTN_RING_DEEP) == ATTN_RING_DEEP)
+        plan->variant |= FUSED_DEEP;
+}
+
+static int fused_ring(const attn_plan_t *plan)
+{
+    return plan && (plan->variant & FUSED_DEEP) ? ATTN_RING_DEEP : ATTN_RING_DEFAULT;
 }
 
 /* Split partials, then one completion counter per (stream, kv head, row group). */
@@ -217,7 +240,7 @@ static int fused_addr(const problem_t *p) { return p->cache == CACHE_PAGED ? ADD
 
 static cudaError_t fused_setup(attn_args_t *a)
 {
-    return attn_setup_keysplit(&a->problem, fused_addr(&a->problem), false);
+    return attn_setup_keysplit(&a->problem, fused_addr(&a->problem), fused_ring(&a->plan));
 }
 
 static cudaError_t fused_launch(attn_args_t *a, cudaStream_t stream)
@@ -243,9 +266,9 @@ static cudaError_t fused_launch(attn_args_t *a, cudaStream_t stream)
     if (split.splits > 1 && attn_tail_merge_fits(p, split.splits)) {
         P.counters = reinterpret_cast<unsigned int *>(static_cast<char *>(a->workspace) +
                                                       fused_counters_offset(p, &a->plan));
-        return attn_launch_keysplit(p, addr, &P, stream, false);
+        return attn_launch_keysplit(p, addr, &P, stream, fused_ring(&a->plan));
     }
-    cudaError_t e = attn_launch_keysplit(p, addr, &P, stream, false);
+    cudaError_t e = attn_launch_keysplit(p, addr, &P, stream, fused_ring(&a->plan));
     if (e == cudaSuccess && split.splits > 1) e = attn_launch_merge(p, &P, stream);
     return e;
 }
