@@ -778,14 +778,16 @@ static inline int attn_rows_per_cta(const problem_t *p, bool keysplit)
  *  - lean: two stages instead of three, so that a CTA fits on an SM beside a CTA of
  *    the wgmma context body (bifurcated's decode part runs beside the context part,
  *    and its ranges are short: gen keys per stream);
- *  - deep: ATTN_DEEP_STAGES stages, for a grid that holds at most one CTA per SM
- *    (fused's split grids are planned so, for tiles of up to 16 rows): the CTA
- *    alone must keep its SM's share of HBM bandwidth in flight, and the SM's
- *    shared memory has room for five tiles in flight instead of two. */
+ *  - deep: four stages (three tiles in flight instead of two), for a grid that
+ *    holds at most one CTA per SM (fused's split grids are planned so, for tiles of
+ *    up to 16 rows), where nothing else needs the SM's shared memory. H200,
+ *    results/h200/multiblock.csv and the six-stage probe in commands.txt: four
+ *    stages took 4-6% off unsplit grids of 32 CTAs and up to 2% off split grids
+ *    of 128; six took a little more off the former but cost 1-2% on the latter. */
 enum { ATTN_RING_DEFAULT = 0, ATTN_RING_LEAN = 1, ATTN_RING_DEEP = 2 };
 #define ATTN_LEAN_STAGES 2
 #ifndef ATTN_DEEP_STAGES
-#define ATTN_DEEP_STAGES 6
+#define ATTN_DEEP_STAGES 4
 #endif
 /* The ring a problem's KEYSPLIT body gets when `ring` is asked for. */
 static inline int attn_ring(const problem_t *p, int ring)

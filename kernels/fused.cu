@@ -9,7 +9,8 @@
  * CTA: 4 warps in the KEYSPLIT decomposition (each warp 16 of the 64 keys of a
  * tile, its own softmax state), a 3-4 stage cp.async ring of 64-key K and V tiles
  * (96 KiB for d = 128: two CTAs per SM, two tiles in flight per CTA while the third
- * is consumed), merged across warps at the end.
+ * is consumed; four stages where the grid holds at most one CTA per SM), merged
+ * across warps at the end.
  * Split-KV: with more than one split each CTA writes a partial (m, l, acc); the
  * last CTA of each (stream, kv head, row group) to finish, found by a completion
  * counter in the workspace, folds the partials by log-sum-exp (lse_merge) and
