@@ -780,10 +780,11 @@ static inline int attn_rows_per_cta(const problem_t *p, bool keysplit)
  *    and its ranges are short: gen keys per stream);
  *  - deep: four stages (three tiles in flight instead of two), for a grid that
  *    holds at most one CTA per SM (fused's split grids are planned so, for tiles of
- *    up to 16 rows), where nothing else needs the SM's shared memory. H200,
- *    results/h200/multiblock.csv and the six-stage probe in commands.txt: four
- *    stages took 4-6% off unsplit grids of 32 CTAs and up to 2% off split grids
- *    of 128; six took a little more off the former but cost 1-2% on the latter. */
+ *    up to 16 rows), where nothing else needs the SM's shared memory. H200
+ *    (results/h200/multiblock.csv against the three-stage run before it, and
+ *    results/h200/deep-ring/ on one machine): four stages took 4-5% off grids of
+ *    32 CTAs and about 1% off split grids of 128; six took 1-2% more off the
+ *    former but added 1.5-3% on the latter. */
 enum { ATTN_RING_DEFAULT = 0, ATTN_RING_LEAN = 1, ATTN_RING_DEEP = 2 };
 #define ATTN_LEAN_STAGES 2
 #ifndef ATTN_DEEP_STAGES

@@ -86,11 +86,11 @@ static double bif_dec_read_us(const problem_t *p, const device_info_t *dev)
  * its two 64-row warpgroups: from there on its tensor-core rate, and the decode
  * part it lets run beside it, outweigh an idle warpgroup. Below that the 64-row
  * ROWSPLIT body wastes less, except at W*p = 32 on a large context: there the
- * ROWSPLIT tiles are half padding, their doubled tensor work binds the context part,
- * and the wgmma body (one idle warpgroup instead) wins once that part is long
- * against the fixed cost of its side stream and merge launch (H200, probed: g = 32,
- * W = 32, 16k, 268 MB of context: 101 us against 117 us; g = 8, W = 8, 16k, 67 MB:
- * 46 us against 42 us). */
+ * ROWSPLIT tiles are half padding, their doubled tensor work binds the context
+ * part, and the wgmma body (one idle warpgroup instead) wins once that part is
+ * long against the fixed cost of its side stream and merge launch (H200,
+ * results/h200/probe-bifurcated/parts.csv: g = 32, W = 32, 16k, 268 MB of
+ * context, 101 us against 117 us; g = 8, W = 8, 16k, 67 MB, 46 us against 42 us). */
 #define BIF_WGMMA_HALF_TILE_MIN_US 50.0
 static bool bif_wgmma_fits(const problem_t *p, const device_info_t *dev)
 {
@@ -106,9 +106,10 @@ static bool bif_wide(const attn_plan_t *plan) { return plan && (plan->variant & 
  * where the decode part is small next to the context part's tensor-core time, and
  * wherever that time is large, whatever the decode part: a lean decode CTA beside
  * a 64-key context CTA overlapped little with it, and the 64-key body's slower
- * tensor-core work cost more (H200: g = 32, W = 1024, 8k, 2.1 GB of decode traffic
- * and 160 us of context work, 812 us against 886 us; at a decode share of 0.74,
- * 9% faster with 160 us of context work, 14% slower with 10 us). */
+ * tensor-core work cost more (H200, results/h200/probe-bifurcated/parts.csv:
+ * g = 32, W = 1024, 8k, with 2.1 GB of decode traffic and 160 us of context work,
+ * 812 us against 886 us; with a small context part, at a decode share of 0.74,
+ * wide tiles were 14% slower with 10 us of context work). */
 #define BIF_WIDE_MAX_DECODE_SHARE 0.25
 #define BIF_WIDE_LARGE_CONTEXT_US 50.0
 static bool bif_wide_fits(const problem_t *p, const device_info_t *dev)
