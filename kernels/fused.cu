@@ -208,6 +208,8 @@ static int fused_ring(const attn_plan_t *plan)
     return plan && (plan->variant & FUSED_DEEP) ? ATTN_RING_DEEP : ATTN_RING_DEFAULT;
 }
 
+extern "C" int fused_plan_deep_ring(const attn_plan_t *plan) { return fused_ring(plan) == ATTN_RING_DEEP; }
+
 /* Split partials, then one completion counter per (stream, kv head, row group). */
 static size_t fused_counters_offset(const problem_t *p, const attn_plan_t *plan)
 {

@@ -80,6 +80,10 @@ struct attn_kernel {
     void (*teardown)(attn_args_t *a);
 };
 
+/* Whether a plan of `fused` runs the deep K/V ring (kernels/attn_core.cuh): grids of
+ * at most one CTA per SM. For the tests. */
+int fused_plan_deep_ring(const attn_plan_t *plan);
+
 /* NULL-terminated, in order of sophistication. */
 extern const attn_kernel_t *const attn_kernels[];
 const attn_kernel_t *attn_kernel_find(const char *name);

@@ -296,6 +296,45 @@ static void test_fused_plans_two_ctas_per_sm_on_paged_caches(void **state)
     assert_int_equal(plan.split.splits, 2);
 }
 
+/* The deep ring takes the SM's shared memory: only grids of at most one CTA per SM get
+ * it, at d = 128 with tiles of 16 rows on a contiguous cache. */
+static void test_fused_deep_ring_only_for_one_cta_per_sm(void **state)
+{
+    (void)state;
+    device_info_t dev;
+    memset(&dev, 0, sizeof dev);
+    dev.cc = 90;
+    dev.sm_count = 132;
+    dev.smem_per_sm = 228 * 1024;
+    const attn_kernel_t *fused = attn_kernel_find("fused");
+    struct { problem_t p; int deep; } cases[] = {
+        {test_problem(1, 1, 32, 32, 128, 8192, 128), 1},   /* 32 items, 4 splits: 128 CTAs */
+        {test_problem(1, 4, 32, 8, 128, 8192, 128), 1},    /* GQA-4: 16 rows per CTA */
+        {test_problem(1, 8, 32, 32, 128, 8192, 128), 0},   /* 256 CTAs */
+        {test_problem(1, 1, 32, 1, 128, 8192, 128), 0},    /* MQA: 32-row tiles, two per SM */
+        {test_problem(1, 1, 32, 32, 64, 8192, 128), 0},    /* d = 64: no deep instantiation */
+        {test_paged_problem(1, 1, 32, 32, 128, 8192, 128, 64), 0},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; ++i) {
+        attn_plan_t plan;
+        memset(&plan, 0, sizeof plan);
+        fused->plan(&cases[i].p, &dev, &plan);
+        assert_int_equal(fused_plan_deep_ring(&plan), cases[i].deep);
+    }
+    /* forced splits that overfill the SMs leave the default ring */
+    problem_t p = test_problem(1, 1, 32, 32, 128, 8192, 128);
+    p.multi_block = MULTI_BLOCK_ON;
+    p.splits = 8;
+    attn_plan_t plan;
+    memset(&plan, 0, sizeof plan);
+    fused->plan(&p, &dev, &plan);
+    assert_false(fused_plan_deep_ring(&plan));
+    p.splits = 4;
+    memset(&plan, 0, sizeof plan);
+    fused->plan(&p, &dev, &plan);
+    assert_true(fused_plan_deep_ring(&plan));
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -310,6 +349,7 @@ int main(void)
         cmocka_unit_test(test_lse_merge_empty_is_identity),
         cmocka_unit_test(test_lse_merge_hand_values),
         cmocka_unit_test(test_fused_plans_two_ctas_per_sm_on_paged_caches),
+        cmocka_unit_test(test_fused_deep_ring_only_for_one_cta_per_sm),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
