@@ -276,24 +276,30 @@ static void test_lse_merge_hand_values(void **state)
 /* fused's planner: one CTA per SM for contiguous 16-row tiles, two on a paged cache,
  * whose scattered blocks need more loads in flight. W = 4, g = 32 is 128 (stream,
  * head) items: one split fills the 132 SMs' single slots, a paged cache takes two. */
-static void test_fused_plans_two_ctas_per_sm_on_paged_caches(void **state)
+/* A 132-SM Hopper as the planners see it, and fused's plan on it. */
+static device_info_t hopper(void)
 {
-    (void)state;
     device_info_t dev;
     memset(&dev, 0, sizeof dev);
     dev.cc = 90;
     dev.sm_count = 132;
     dev.smem_per_sm = 228 * 1024;
-    const attn_kernel_t *fused = attn_kernel_find("fused");
-    problem_t p = test_problem(1, 4, 32, 32, 128, 16384, 128);
+    return dev;
+}
+static attn_plan_t fused_plan_of(problem_t p)
+{
+    device_info_t dev = hopper();
     attn_plan_t plan;
     memset(&plan, 0, sizeof plan);
-    fused->plan(&p, &dev, &plan);
-    assert_int_equal(plan.split.splits, 1);
-    p = test_paged_problem(1, 4, 32, 32, 128, 16384, 128, 16);
-    memset(&plan, 0, sizeof plan);
-    fused->plan(&p, &dev, &plan);
-    assert_int_equal(plan.split.splits, 2);
+    attn_kernel_find("fused")->plan(&p, &dev, &plan);
+    return plan;
+}
+
+static void test_fused_plans_two_ctas_per_sm_on_paged_caches(void **state)
+{
+    (void)state;
+    assert_int_equal(fused_plan_of(test_problem(1, 4, 32, 32, 128, 16384, 128)).split.splits, 1);
+    assert_int_equal(fused_plan_of(test_paged_problem(1, 4, 32, 32, 128, 16384, 128, 16)).split.splits, 2);
 }
 
 /* The deep ring takes the SM's shared memory: only grids of at most one CTA per SM get
@@ -301,12 +307,6 @@ static void test_fused_plans_two_ctas_per_sm_on_paged_caches(void **state)
 static void test_fused_deep_ring_only_for_one_cta_per_sm(void **state)
 {
     (void)state;
-    device_info_t dev;
-    memset(&dev, 0, sizeof dev);
-    dev.cc = 90;
-    dev.sm_count = 132;
-    dev.smem_per_sm = 228 * 1024;
-    const attn_kernel_t *fused = attn_kernel_find("fused");
     struct { problem_t p; int deep; } cases[] = {
         {test_problem(1, 1, 32, 32, 128, 8192, 128), 1},   /* 32 items, 4 splits: 128 CTAs */
         {test_problem(1, 4, 32, 8, 128, 8192, 128), 1},    /* GQA-4: 16 rows per CTA */
@@ -316,23 +316,18 @@ static void test_fused_deep_ring_only_for_one_cta_per_sm(void **state)
         {test_paged_problem(1, 1, 32, 32, 128, 8192, 128, 64), 0},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; ++i) {
-        attn_plan_t plan;
-        memset(&plan, 0, sizeof plan);
-        fused->plan(&cases[i].p, &dev, &plan);
+        attn_plan_t plan = fused_plan_of(cases[i].p);
         assert_int_equal(fused_plan_deep_ring(&plan), cases[i].deep);
     }
-    /* forced splits that overfill the SMs leave the default ring */
+    /* forced splits: the deep ring only while the grid still fits one CTA per SM */
     problem_t p = test_problem(1, 1, 32, 32, 128, 8192, 128);
     p.multi_block = MULTI_BLOCK_ON;
-    p.splits = 8;
-    attn_plan_t plan;
-    memset(&plan, 0, sizeof plan);
-    fused->plan(&p, &dev, &plan);
-    assert_false(fused_plan_deep_ring(&plan));
     p.splits = 4;
-    memset(&plan, 0, sizeof plan);
-    fused->plan(&p, &dev, &plan);
+    attn_plan_t plan = fused_plan_of(p);
     assert_true(fused_plan_deep_ring(&plan));
+    p.splits = 8;
+    plan = fused_plan_of(p);
+    assert_false(fused_plan_deep_ring(&plan));
 }
 
 int main(void)
