@@ -273,9 +273,6 @@ static void test_lse_merge_hand_values(void **state)
     assert_true(fabs(acc[1] - (2.0 * a - 2.0)) < 1e-6);
 }
 
-/* fused's planner: one CTA per SM for contiguous 16-row tiles, two on a paged cache,
- * whose scattered blocks need more loads in flight. W = 4, g = 32 is 128 (stream,
- * head) items: one split fills the 132 SMs' single slots, a paged cache takes two. */
 /* A 132-SM Hopper as the planners see it, and fused's plan on it. */
 static device_info_t hopper(void)
 {
@@ -295,6 +292,9 @@ static attn_plan_t fused_plan_of(problem_t p)
     return plan;
 }
 
+/* fused's planner: one CTA per SM for contiguous 16-row tiles, two on a paged cache,
+ * whose scattered blocks need more loads in flight. W = 4, g = 32 is 128 (stream,
+ * head) items: one split fills the 132 SMs' single slots, a paged cache takes two. */
 static void test_fused_plans_two_ctas_per_sm_on_paged_caches(void **state)
 {
     (void)state;
