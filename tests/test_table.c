@@ -102,13 +102,20 @@ static const char *t1(const char *out, const char *row, const char *col)
     return out_cell(out, 1, lead, col);
 }
 
+/* Options for the paper's Table `paper` in the given format. */
+static table_opts_t paper_opts(int paper, table_format_t format)
+{
+    table_opts_t o;
+    table_opts_init(&o);
+    o.paper = paper;
+    o.format = format;
+    return o;
+}
+
 static void paper6_gives_back_the_papers_cells(void **state)
 {
     (void)state;
-    table_opts_t o;
-    table_opts_init(&o);
-    o.paper = 6;
-    o.format = TABLE_CSV;
+    table_opts_t o = paper_opts(6, TABLE_CSV);
     char *out = NULL, msg[256];
     assert_int_equal(render(&paper, &o, &out, msg, sizeof msg), 0);
     assert_non_null(strstr(out, "ctx,W,bifurcated,fused,cublas,fused paged,cublas-bifurcated\n"));
@@ -136,9 +143,7 @@ static void paper6_gives_back_the_papers_cells(void **state)
 static void paper6_markdown_has_caption_and_context_blocks(void **state)
 {
     (void)state;
-    table_opts_t o;
-    table_opts_init(&o);
-    o.paper = 6;
+    table_opts_t o = paper_opts(6, TABLE_MD);
     char *out = NULL, msg[256];
     assert_int_equal(render(&paper, &o, &out, msg, sizeof msg), 0);
     assert_non_null(strstr(out, "attention only"));
@@ -162,10 +167,7 @@ static void paper6_markdown_has_caption_and_context_blocks(void **state)
 static void paper7_groups_columns_per_kernel_and_context(void **state)
 {
     (void)state;
-    table_opts_t o;
-    table_opts_init(&o);
-    o.paper = 7;
-    o.format = TABLE_CSV;
+    table_opts_t o = paper_opts(7, TABLE_CSV);
     char *out = NULL, msg[256];
     assert_int_equal(render(&paper, &o, &out, msg, sizeof msg), 0);
     assert_true(strncmp(out, "W,cublas-bifurcated 8k,cublas-bifurcated 16k,cublas-bifurcated 32k,"
@@ -184,10 +186,7 @@ static void paper7_groups_columns_per_kernel_and_context(void **state)
 static void layers_option_rescales_ms_per_token(void **state)
 {
     (void)state;
-    table_opts_t o;
-    table_opts_init(&o);
-    o.paper = 6;
-    o.format = TABLE_CSV;
+    table_opts_t o = paper_opts(6, TABLE_CSV);
     o.layers = 16;
     char *out = NULL, msg[256];
     assert_int_equal(render(&paper, &o, &out, msg, sizeof msg), 0);
@@ -335,10 +334,7 @@ static void bad_requests_fail_with_one_line(void **state)
 static void paper_frame_without_data(void **state)
 {
     (void)state;
-    table_opts_t o;
-    table_opts_init(&o);
-    o.paper = 7;
-    o.format = TABLE_CSV;
+    table_opts_t o = paper_opts(7, TABLE_CSV);
     char *out = NULL, msg[256];
     assert_int_equal(table_where_parse("gpu=h200", &o.where[o.nwhere++], msg, sizeof msg), 0);
     assert_int_equal(render(&paper, &o, &out, msg, sizeof msg), 0);
