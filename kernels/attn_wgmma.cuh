@@ -12,7 +12,8 @@
  *    warp done with a tile refills its stage, so the warpgroups never wait on each
  *    other. Tiles are 64 keys (a 96 KiB ring that leaves room on the SM for a lean
  *    decode CTA) or 128 keys (192 KiB, the whole SM, half the per-tile costs) where
- *    the decode part is small (bif_wide_fits in bifurcated.cu);
+ *    the decode part is small or the context part's tensor work large
+ *    (bif_wide_fits in bifurcated.cu);
  *  - paged context: 64-key tiles copied with 16-byte cp.async, the next tile's
  *    row offsets fetched a tile ahead, and a CTA-wide barrier per tile.
  * Within a warpgroup the two GEMMs are software-pipelined as in FlashAttention-3:
@@ -46,7 +47,7 @@
 
 /* KT: keys per tile. 64 (96 KiB ring) leaves room on the SM for a lean decode CTA;
  * 128 (192 KiB ring) halves the per-tile costs (barrier waits, row reductions, the
- * re-reads of Q by the S GEMM) where the decode part is too small to share the SM. */
+ * re-reads of Q by the S GEMM) and takes the whole SM (bif_wide_fits says where). */
 template <int KT_>
 struct wg_shape_t {
     static constexpr int KT = KT_;

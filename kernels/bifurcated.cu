@@ -230,6 +230,13 @@ static bool bif_concurrent(const problem_t *p, const attn_plan_t *plan)
     return bif_wgmma(plan) && bif_ctx_keys(p) > 0;
 }
 
+/* The decode part's ring: lean beside the context part, so that it fits on its SMs. Setup
+ * and launch must pick the same instantiation. */
+static int bif_dec_ring(const problem_t *p, const attn_plan_t *plan)
+{
+    return bif_concurrent(p, plan) ? ATTN_RING_LEAN : ATTN_RING_DEFAULT;
+}
+
 static size_t bif_private_bytes(const problem_t *p, const attn_plan_t *plan)
 {
     (void)p; (void)plan;
@@ -304,7 +311,7 @@ static cudaError_t bif_setup(attn_args_t *a)
 {
     const problem_t *p = &a->problem;
     const bool concurrent = bif_concurrent(p, &a->plan);
-    cudaError_t err = attn_setup_keysplit(p, bif_dec_addr(p), concurrent ? ATTN_RING_LEAN : ATTN_RING_DEFAULT);
+    cudaError_t err = attn_setup_keysplit(p, bif_dec_addr(p), bif_dec_ring(p, &a->plan));
     if (err != cudaSuccess) return err;
     if (!attn_tc_path(p)) return attn_setup_keysplit(p, bif_ctx_addr(p), ATTN_RING_DEFAULT);
     const bool wgmma = bif_wgmma(&a->plan), wide = bif_wide(&a->plan);
@@ -402,7 +409,7 @@ static cudaError_t bif_launch(attn_args_t *a, cudaStream_t stream)
     if (tail_merge)
         dp.counters = reinterpret_cast<unsigned int *>(static_cast<char *>(a->workspace) +
                                                        bif_counters_offset(p, &a->plan));
-    err = attn_launch_keysplit(p, bif_dec_addr(p), &dp, dec_stream, concurrent ? ATTN_RING_LEAN : ATTN_RING_DEFAULT);
+    err = attn_launch_keysplit(p, bif_dec_addr(p), &dp, dec_stream, bif_dec_ring(p, &a->plan));
     if (err == cudaSuccess && concurrent) {
         err = cudaEventRecord(st->join, st->side);
         if (err == cudaSuccess) err = cudaStreamWaitEvent(stream, st->join, 0);

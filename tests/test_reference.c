@@ -17,7 +17,6 @@
 #include "../reference/reference.h"
 #include "test_problem.h"
 
-
 /* A reference source together with the buffers it owns. */
 typedef struct built {
     ref_source_t src;
