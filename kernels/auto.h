@@ -9,7 +9,7 @@
 #define FUSED_TC_EFFICIENCY 0.15      /* of the measured fp16 GEMM rate */
 #define FUSED_PAGED_REREAD_SPEEDUP 1.5 /* L2 re-reads of shared paged blocks vs DRAM reads */
 #define BIFURCATED_FIXED_US 28.0        /* context part on the wgmma body, decode part beside it */
-#define BIFURCATED_ROWSPLIT_FIXED_US 20.0 /* mma.sync body (W*p < 64), decode part after it, merged by its last CTAs */
+#define BIFURCATED_ROWSPLIT_FIXED_US 20.0 /* mma.sync body (small W*p), decode part after it, merged by its last CTAs */
 #define BIFURCATED_TC_EFFICIENCY 0.52
 
 #ifdef __cplusplus
@@ -19,7 +19,7 @@ extern "C" {
 double auto_predict_fused_us(const problem_t *p, const attn_plan_t *plan, const device_info_t *dev);
 double auto_predict_bifurcated_us(const problem_t *p, const attn_plan_t *plan, const device_info_t *dev);
 /* The key tile of the wgmma body a `bifurcated` plan runs its context part on (64, or
- * 128 where the decode part is small), or 0 for the mma.sync body (bifurcated.cu). */
+ * 128: bif_wide_fits), or 0 for the mma.sync body (bifurcated.cu). */
 int bifurcated_context_on_wgmma(const attn_plan_t *plan);
 
 #ifdef __cplusplus

@@ -5,12 +5,12 @@
  * Two or three launches per step:
  *  1. Context part. Grid: one CTA per (request, kv head, context split, row tile).
  *     The M rows of a CTA are the W*p queries of the request that read this kv head
- *     (W streams x p heads). On Hopper at d = 128 with W*p >= 64 that is the wgmma
- *     body (attn_wgmma.cuh, 128 rows per CTA); otherwise 64 rows per row tile
- *     (padded when W*p < 64) in the ROWSPLIT decomposition: each of the 4 warps
- *     owns 16 rows and all 64 keys of a tile, so a K_c/V_c tile fetched into shared
- *     memory serves 64 queries. Row
- *     tiles of one (request, head, split) are adjacent in the grid and share L2.
+ *     (W streams x p heads). On Hopper at d = 128 with W*p >= 64 (or 32 on a large
+ *     context: bif_wgmma_fits) that is the wgmma body (attn_wgmma.cuh, 128 rows per
+ *     CTA); otherwise 64 rows per row tile (padded when W*p < 64) in the ROWSPLIT
+ *     decomposition: each of the 4 warps owns 16 rows and all 64 keys of a tile, so
+ *     a K_c/V_c tile fetched into shared memory serves 64 queries. Row tiles of one
+ *     (request, head, split) are adjacent in the grid and share L2.
  *     Context keys are split (split_plan_auto) when request x head x row-tile CTAs
  *     alone would not fill the GPU.
  *     --cache contiguous reads K_c/V_c [B, 2, g, m_c, d]; --cache paged reads the
@@ -421,8 +421,8 @@ static cudaError_t bif_launch(attn_args_t *a, cudaStream_t stream)
 extern "C" const attn_kernel_t kernel_bifurcated = {
     "bifurcated",
     "bifurcated attention: context read once per request for all W*p queries (wgmma on Hopper at "
-    "d 128 and W*p >= 64, else mma.sync), decode part per stream (beside the wgmma part, on a "
-    "second stream), log-sum-exp merge",
+    "d 128 and W*p >= 64 or 32 on a large context, else mma.sync), decode part per stream (beside "
+    "the wgmma part, on a second stream), log-sum-exp merge",
     "contiguous (split context/decoded buffers), paged (shared context blocks); fp16, bf16 (tensor cores at "
     "d 64/80/96/128/256), fp32; d multiple of 8 up to 256; any h/g, W; indirection; --multi-block, --splits",
     attn_core_unsupported,
