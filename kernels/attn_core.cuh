@@ -215,10 +215,12 @@ struct cta_coord {
     int k_lo, k_hi;   /* key positions of this CTA */
 };
 
-__device__ __forceinline__ cta_coord cta_decompose(const attn_params_t &P)
+/* Work item `item` of a launch's units x kv heads x splits x row tiles: blockIdx.x in a
+ * grid of one CTA per item, or each item a persistent CTA takes in turn. */
+__device__ __forceinline__ cta_coord cta_decompose(const attn_params_t &P, int64_t item)
 {
     cta_coord c;
-    int64_t b = blockIdx.x;
+    int64_t b = item;
     c.row_tile = (int)(b % P.row_tiles); b /= P.row_tiles;
     c.split = (int)(b % P.splits); b /= P.splits;
     c.head = (int)(b % P.kv_heads);
@@ -226,6 +228,12 @@ __device__ __forceinline__ cta_coord cta_decompose(const attn_params_t &P)
     c.k_lo = P.key_begin + c.split * P.chunk;
     c.k_hi = min(P.key_end, c.k_lo + P.chunk);
     return c;
+}
+__device__ __forceinline__ cta_coord cta_decompose(const attn_params_t &P) { return cta_decompose(P, blockIdx.x); }
+
+__device__ __forceinline__ int64_t attn_items(const attn_params_t &P)
+{
+    return (int64_t)P.units * P.kv_heads * P.splits * P.row_tiles;
 }
 
 /* Query row r of the CTA -> (stream, query head); false for padding rows. */

@@ -201,7 +201,13 @@ __device__ __forceinline__ void wg_mma_rs(float (&d)[64], const uint32_t (&a)[4]
 #endif
 
 /* ctx_map: the context K/V as a [B*2*g, m_c, d] tensor for the TMA (ADDR_CTX only),
- * in boxes of 64 x KT. */
+ * in boxes of 64 x KT.
+ *
+ * A CTA takes the work items blockIdx.x, blockIdx.x + gridDim.x, ... in turn: one
+ * item per CTA in a grid of one CTA per item, or several in a persistent grid that
+ * holds only some of the SMs while the decode part streams on the others
+ * (bifurcated.cu: bif_ctx_sms). The TMA barriers are initialised once; their phases
+ * run on across items (tile_base counts the tiles of the CTA's earlier items). */
 template <typename T, int ADDR, int KT = WG_KT>
 __global__ void __launch_bounds__(WG_THREADS, 1)
     attn_wgmma_ctx_kernel(const attn_params_t P, const __grid_constant__ CUtensorMap ctx_map)
@@ -224,8 +230,17 @@ __global__ void __launch_bounds__(WG_THREADS, 1)
     unsigned int *released = reinterpret_cast<unsigned int *>(full + WG_STAGES);
 
     const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5, wg = warp >> 2;
-    const cta_coord c = cta_decompose(P);
     const T *kv = static_cast<const T *>(P.kv);
+    const int64_t nitems = attn_items(P);
+
+    if (TMA && tid == 0) {
+        for (int j = 0; j < WG_STAGES; ++j) mbar_init(smem_addr(&full[j]), 1);
+        asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
+    }
+    int tile_base = 0; /* TMA: tiles of this CTA's earlier items */
+
+    for (int64_t item = blockIdx.x; item < nitems; item += gridDim.x) {
+    const cta_coord c = cta_decompose(P, item);
     const int ntiles = c.k_hi > c.k_lo ? (c.k_hi - c.k_lo + KT - 1) / KT : 0;
 
     const uint32_t NO_ROW = 0xffffffffu;
@@ -233,7 +248,10 @@ __global__ void __launch_bounds__(WG_THREADS, 1)
         int pos = c.k_lo + j * KT + row;
         return pos < c.k_hi ? (uint32_t)(kv_row<ADDR>(P, c.unit, c.head, pos) / WG_D) : NO_ROW;
     };
-    auto stage_k = [&](int j) { return smem_addr(pipe + (j % WG_STAGES) * 2 * S::TILE); };
+    /* Stage of tile j: its place in the CTA's whole tile sequence with the TMA (the
+     * barriers' phases count on across items), in the item's with cp.async. */
+    auto slot = [&](int j) { return TMA ? tile_base + j : j; };
+    auto stage_k = [&](int j) { return smem_addr(pipe + (slot(j) % WG_STAGES) * 2 * S::TILE); };
     auto load_tile = [&](int j) {
         const uint32_t ks = stage_k(j), vs = ks + S::TILE;
         const uint32_t *rows = off_ring + (j % WG_STAGES) * KT;
@@ -249,9 +267,10 @@ __global__ void __launch_bounds__(WG_THREADS, 1)
         }
     };
 
-    /* TMA: tile j into stage j % STAGES, its barrier expecting the K and V bytes. */
+    /* TMA: tile j into its stage, the stage's barrier expecting the K and V bytes. */
+    auto bar_of = [&](int j) { return smem_addr(&full[slot(j) % WG_STAGES]); };
     auto tma_tile = [&](int j) {
-        const uint32_t bar = smem_addr(&full[j % WG_STAGES]);
+        const uint32_t bar = bar_of(j);
         const uint32_t ks = stage_k(j), vs = ks + S::TILE;
         const int key = c.k_lo + j * KT;
         const int mk = c.unit * 2 * P.kv_heads + c.head, mv = mk + P.kv_heads;
@@ -261,21 +280,16 @@ __global__ void __launch_bounds__(WG_THREADS, 1)
         tma_load_3d(vs, &ctx_map, 0, key, mv, bar);
         tma_load_3d(vs + S::HALF_TILE, &ctx_map, 64, key, mv, bar);
     };
+    auto tma_wait = [&](int j) { mbar_wait(bar_of(j), (slot(j) / WG_STAGES) & 1); };
     /* Whether warpgroup w has query rows in this CTA's row tile. */
     auto wg_rows = [&](int w) { return c.row_tile * P.rows_per_cta + w * 64 < P.rows_per_unit; };
     /* Warps that read each tile: the stage is refilled when the last of them is done. */
     const unsigned int readers = 4u * (wg_rows(1) ? 2u : 1u);
 
-    /* Prologue: row offsets of the first tiles (TMA: the barriers), Q, then STAGES-1
-     * tiles in flight (TMA: all STAGES). */
+    /* Prologue: the release counts (TMA) or the row offsets of the first tiles, Q,
+     * then STAGES-1 tiles in flight (TMA: all STAGES). */
     if (TMA) {
-        if (tid == 0) {
-            for (int j = 0; j < WG_STAGES; ++j) {
-                mbar_init(smem_addr(&full[j]), 1);
-                released[j] = 0;
-            }
-            asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
-        }
+        if (tid < WG_STAGES) released[tid] = 0;
     } else if (tid < KT) {
         for (int j = 0; j < WG_STAGES; ++j)
             off_ring[j * KT + tid] = j < ntiles ? tile_row_offset(j, tid) : NO_ROW;
@@ -400,7 +414,7 @@ __global__ void __launch_bounds__(WG_THREADS, 1)
     fence_proxy_async();
     __syncthreads();
     if (wg_has_rows && ntiles > 0) {
-        if (TMA) mbar_wait(smem_addr(&full[0]), 0);
+        if (TMA) tma_wait(0);
         wg_fence();
         issue_s(0);
         wg_wait<0>();
@@ -439,12 +453,12 @@ __global__ void __launch_bounds__(WG_THREADS, 1)
     auto step = [&](int t, auto cur) {
         if (TMA) {
             if (!wg_has_rows) return;
-            compute(t, cur, [&](int j) { mbar_wait(smem_addr(&full[j % WG_STAGES]), (j / WG_STAGES) & 1); }, true);
+            compute(t, cur, tma_wait, true);
             /* Tile t is read (S_t one step ago, P_t V_t now): the last reading warp
-             * refills its stage with tile t + STAGES. The count only grows, so no
-             * reset races with the next round's arrivals. */
+             * refills its stage with tile t + STAGES. The count only grows within an
+             * item, so no reset races with the next round's arrivals. */
             if (lane == 0) {
-                unsigned int n = atomicAdd(&released[t % WG_STAGES], 1u) + 1u;
+                unsigned int n = atomicAdd(&released[slot(t) % WG_STAGES], 1u) + 1u;
                 if (n == readers * (unsigned)(t / WG_STAGES + 1) && t + WG_STAGES < ntiles) tma_tile(t + WG_STAGES);
             }
             return;
@@ -483,6 +497,12 @@ __global__ void __launch_bounds__(WG_THREADS, 1)
     }
     __syncthreads();
     combine_and_emit<T>(P, c, st_o, st_m, st_l, WG_ROWS, 1, WG_ROWS, WG_D);
+    /* The next item's copies overwrite the staging (TMA and cp.async through the async
+     * and generic proxies) and Q: every thread is done reading both. */
+    tile_base += ntiles;
+    fence_proxy_async();
+    __syncthreads();
+    }
 #else
     __trap(); /* built without sm_90a: the host never picks this body (bif_wgmma_fits) */
 #endif

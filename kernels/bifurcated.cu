@@ -32,6 +32,7 @@
 #include <string.h>
 #include "attn_core.cuh"
 #include "attn_wgmma.cuh"
+#include "attn_stream.cuh"
 
 extern "C" const attn_kernel_t kernel_bifurcated;
 
@@ -190,6 +191,40 @@ static kv_layout_t bif_layout(const problem_t *p)
     return p->cache == CACHE_PAGED ? LAYOUT_PAGED : LAYOUT_BIFURCATED;
 }
 
+/* The SM split (sm_split_plan) of the wgmma context part and an MHA decode part on
+ * a contiguous cache: a persistent context grid holds ctx_sms SMs and works through
+ * its items while the decode part streams on the others, in the register-streaming
+ * body (attn_stream.cuh), and on all of them once the context part is done. On
+ * the whole GPU the two parts take about their sum: a decode CTA fits beside a
+ * 128-key context CTA in no resource, and beside a 64-key one it overlapped little
+ * (results/h200/probe-bifurcated/parts.csv). The split pays where the decode part
+ * is large next to the context part's tensor-core work: an SM of the streaming
+ * body moves BIF_STREAM_SM_RATE times its even share of the measured bandwidth
+ * (the KEYSPLIT body only about its share, so larger groups are never split).
+ * Rates fitted on the H200 (results/h200/probe-partition/): the context body at
+ * BIF_CTX_TC_EFFICIENCY(_WIDE) of the measured GEMM rate, the streaming body at
+ * BIF_STREAM_BW_EFFICIENCY of the measured read bandwidth alone on the GPU. */
+#define BIF_CTX_TC_EFFICIENCY 0.45
+#define BIF_CTX_TC_EFFICIENCY_WIDE 0.56
+#define BIF_STREAM_SM_RATE 1.3
+#define BIF_STREAM_BW_EFFICIENCY 0.94
+static int bif_ctx_sms(const problem_t *p, const device_info_t *dev, long items, bool wide)
+{
+    if (p->cache != CACHE_CONTIGUOUS || problem_group(p) != 1 || p->head_dim != STREAM_D || dev->sm_count < 2)
+        return 0;
+    const int sms = dev->sm_count;
+    const double tc = (dev->peak_tc_tflops > 0 ? dev->peak_tc_tflops * 1e6 : BIF_DEFAULT_FLOPS_PER_US) *
+                      (wide ? BIF_CTX_TC_EFFICIENCY_WIDE : BIF_CTX_TC_EFFICIENCY) / sms;
+    /* a warpgroup computes its 64 rows whether or not all of them are queries */
+    const double rows = (double)((p->beam + WG_ROWS / 2 - 1) / (WG_ROWS / 2) * (WG_ROWS / 2));
+    const double flops = 4.0 * p->batch * p->kv_heads * rows * bif_ctx_keys(p) * p->head_dim;
+    const double bw = bif_bytes_per_us(dev);
+    const double dec_bytes = (double)problem_streams(p) * bif_dec_keys(p) * io_kv_row_bytes(p);
+    return sm_split_plan(items, flops / items / tc, dec_bytes, BIF_STREAM_SM_RATE * bw / sms,
+                         BIF_STREAM_BW_EFFICIENCY * bw, sms)
+        .sms;
+}
+
 static void bif_plan(const problem_t *p, const device_info_t *dev, attn_plan_t *plan)
 {
     plan->runs = &kernel_bifurcated;
@@ -203,6 +238,7 @@ static void bif_plan(const problem_t *p, const device_info_t *dev, attn_plan_t *
                          : split_plan_fixed(1, 1, ATTN_KEY_TILE);
     plan->variant = attn_split(p, dev, dec_items, bif_dec_keys(p), attn_ctas_per_sm(p, true, dev)).chunk |
                     (wgmma ? BIF_WGMMA : 0) | (wide ? BIF_WIDE : 0);
+    plan->ctx_sms = wgmma && ck > 0 ? bif_ctx_sms(p, dev, ctx_items * plan->split.splits, wide) : 0;
 }
 
 /* Partials, then one completion counter per (stream, kv head, decode row tile). */
@@ -267,7 +303,7 @@ static int bif_dec_addr(const problem_t *p) { return p->cache == CACHE_PAGED ? A
 typedef struct bif_state {
     CUtensorMap ctx_map; /* the wgmma body's TMA view of K_c/V_c (contiguous cache) */
     cudaStream_t side;
-    cudaEvent_t fork, join;
+    cudaEvent_t fork, started, join; /* started: every CTA of the context grid has begun */
 } bif_state_t;
 
 /* K_c/V_c [B, 2, g, m_c, d] as B*2*g matrices of m_c rows for the TMA: 64x64 boxes
@@ -301,6 +337,7 @@ static void bif_teardown(attn_args_t *a)
     bif_state_t *st = static_cast<bif_state_t *>(a->state);
     if (!st) return;
     if (st->join) cudaEventDestroy(st->join);
+    if (st->started) cudaEventDestroy(st->started);
     if (st->fork) cudaEventDestroy(st->fork);
     if (st->side) cudaStreamDestroy(st->side);
     free(st);
@@ -334,9 +371,47 @@ static cudaError_t bif_setup(attn_args_t *a)
                                   : bif_encode_ctx_map(a, wide ? WG_KT_WIDE : WG_KT, &st->ctx_map);
     if (err == cudaSuccess) err = cudaStreamCreateWithFlags(&st->side, cudaStreamNonBlocking);
     if (err == cudaSuccess) err = cudaEventCreateWithFlags(&st->fork, cudaEventDisableTiming);
+    if (err == cudaSuccess) err = cudaEventCreateWithFlags(&st->started, cudaEventDisableTiming);
     if (err == cudaSuccess) err = cudaEventCreateWithFlags(&st->join, cudaEventDisableTiming);
     if (err != cudaSuccess) bif_teardown(a);
     return err;
+}
+
+/* The wgmma context part: a CTA per item, or with an SM split a persistent grid of
+ * plan.ctx_sms CTAs whose launch-completion event (`started`: every CTA has begun)
+ * the decode part waits for. Launched together, the decode part's small CTAs took
+ * SMs first and the context CTAs found room only as whole SMs drained. */
+static cudaError_t bif_launch_wgmma(const attn_args_t *a, const attn_params_t *cp, int64_t ctas, cudaStream_t stream)
+{
+    const problem_t *p = &a->problem;
+    const bif_state_t *st = static_cast<const bif_state_t *>(a->state);
+    const bool wide = bif_wide(&a->plan);
+    wgmma_ctx_fn fn = wgmma_pick(p, bif_ctx_addr(p), wide);
+    cudaLaunchAttribute attr;
+    attr.id = cudaLaunchAttributeLaunchCompletionEvent;
+    attr.val.launchCompletionEvent.event = st->started;
+    attr.val.launchCompletionEvent.flags = 0;
+    cudaLaunchConfig_t cfg = {};
+    cfg.gridDim = dim3((unsigned)(a->plan.ctx_sms > 0 && ctas > a->plan.ctx_sms ? a->plan.ctx_sms : ctas));
+    cfg.blockDim = dim3(WG_THREADS);
+    cfg.dynamicSmemBytes = (size_t)wgmma_smem(wide);
+    cfg.stream = stream;
+    cfg.attrs = &attr;
+    cfg.numAttrs = a->plan.ctx_sms > 0 ? 1 : 0;
+    return cudaLaunchKernelEx(&cfg, fn, *cp, st->ctx_map);
+}
+
+/* The decode part of an SM split, one warp per (stream, kv head, split). */
+static cudaError_t bif_launch_stream(const problem_t *p, attn_params_t dp, cudaStream_t stream)
+{
+    typedef void (*stream_fn)(const attn_params_t);
+    stream_fn fn = p->dtype == DTYPE_FP16 ? attn_stream_kernel<__half, ADDR_DEC> : attn_stream_kernel<__nv_bfloat16, ADDR_DEC>;
+    dp.rows_per_cta = 1;
+    dp.row_tiles = 1;
+    const int64_t ctas = ((int64_t)dp.units * dp.kv_heads * dp.splits + STREAM_WARPS - 1) / STREAM_WARPS;
+    if (ctas > INT_MAX) return cudaErrorInvalidConfiguration;
+    fn<<<(unsigned)ctas, STREAM_THREADS, 0, stream>>>(dp);
+    return cudaGetLastError();
 }
 
 static cudaError_t bif_launch(attn_args_t *a, cudaStream_t stream)
@@ -350,6 +425,7 @@ static cudaError_t bif_launch(attn_args_t *a, cudaStream_t stream)
     const bool concurrent = bif_concurrent(p, &a->plan);
     if (concurrent && !st) return cudaErrorInvalidValue;
     cudaStream_t dec_stream = concurrent ? st->side : stream;
+    const bool split = concurrent && a->plan.ctx_sms > 0;
     cudaError_t err;
     if (concurrent) {
         err = cudaEventRecord(st->fork, stream);
@@ -376,10 +452,7 @@ static cudaError_t bif_launch(attn_args_t *a, cudaStream_t stream)
         int64_t ctas = (int64_t)cp.units * cp.kv_heads * cp.splits * cp.row_tiles;
         if (ctas > INT_MAX) return cudaErrorInvalidConfiguration;
         if (wgmma) {
-            const bool wide = bif_wide(&a->plan);
-            wgmma_ctx_fn fn = wgmma_pick(p, bif_ctx_addr(p), wide);
-            fn<<<(unsigned)ctas, WG_THREADS, wgmma_smem(wide), stream>>>(cp, st->ctx_map);
-            err = cudaGetLastError();
+            err = bif_launch_wgmma(a, &cp, ctas, stream);
         } else if (attn_tc_path(p)) {
             attn_kernel_fn fn = ctx_pick(p, bif_ctx_addr(p));
             if (!fn) return cudaErrorInvalidValue;
@@ -409,7 +482,13 @@ static cudaError_t bif_launch(attn_args_t *a, cudaStream_t stream)
     if (tail_merge)
         dp.counters = reinterpret_cast<unsigned int *>(static_cast<char *>(a->workspace) +
                                                        bif_counters_offset(p, &a->plan));
-    err = attn_launch_keysplit(p, bif_dec_addr(p), &dp, dec_stream, bif_dec_ring(p, &a->plan));
+    if (split) {
+        /* the decode part's CTAs take the SMs the persistent context grid leaves */
+        err = cudaStreamWaitEvent(dec_stream, st->started, 0);
+        if (err == cudaSuccess) err = bif_launch_stream(p, dp, dec_stream);
+    } else {
+        err = attn_launch_keysplit(p, bif_dec_addr(p), &dp, dec_stream, bif_dec_ring(p, &a->plan));
+    }
     if (err == cudaSuccess && concurrent) {
         err = cudaEventRecord(st->join, st->side);
         if (err == cudaSuccess) err = cudaStreamWaitEvent(stream, st->join, 0);

@@ -35,6 +35,8 @@ typedef struct attn_plan {
     const attn_kernel_t *runs;   /* the kernel that really runs (differs only for `auto`) */
     split_plan_t split;          /* split.splits == 1: single pass, no merge */
     int variant;                 /* kernel-private choice (tile shape, code path) */
+    int ctx_sms;                 /* bifurcated: SMs its context part holds while the decode part
+                                    streams on the others (0: a CTA per work item) */
 } attn_plan_t;
 
 /* Bytes and FLOPs of one step (SPEC §6). */

@@ -135,6 +135,41 @@ static void test_wide_wgmma_tiles_where_the_context_part_is_large_or_the_decode_
     assert_int_equal(on_wgmma(p, &dev), 64);
 }
 
+/* The SMs bifurcated's persistent context grid holds while the decode part streams on
+ * the others (bif_ctx_sms); 0: no split. */
+static int ctx_sms(problem_t p, const device_info_t *dev)
+{
+    return bifurcated_plan(p, dev).ctx_sms;
+}
+
+static void test_sm_split_where_the_mha_decode_part_outweighs_the_context_work(void **state)
+{
+    (void)state;
+    device_info_t dev = h100();
+    /* MHA, W = 1024 at 8k: 2.1 GB of decoded K/V against 160 us of context work */
+    int n = ctx_sms(shape(1024, 32, 8192), &dev);
+    assert_true(n > 0 && n < dev.sm_count);
+    /* the whole GPU computes a context part that outweighs the decode part */
+    assert_int_equal(ctx_sms(shape(256, 32, 32768), &dev), 0);
+    assert_int_equal(ctx_sms(shape(64, 32, 16384), &dev), 0);
+    /* groups of several heads keep their KEYSPLIT decode part, which streams no
+     * faster on fewer SMs; and the paged cache and other head dims are not split */
+    assert_int_equal(ctx_sms(shape(1024, 8, 8192), &dev), 0);
+    problem_t p = shape(1024, 32, 8192);
+    p.cache = CACHE_PAGED;
+    p.block_size = 64;
+    assert_int_equal(ctx_sms(p, &dev), 0);
+    /* without measured peaks (verify) the H200's defaults plan the same way */
+    dev.peak_read_gbps = 0;
+    dev.peak_tc_tflops = 0;
+    p = shape(1024, 32, 999);
+    p.gen = 77;
+    assert_true(ctx_sms(p, &dev) > 0);
+    /* no wgmma context body, nothing to split */
+    dev.cc = 80;
+    assert_int_equal(ctx_sms(shape(1024, 32, 8192), &dev), 0);
+}
+
 static void test_few_streams_of_mqa_stay_fused(void **state)
 {
     (void)state;
@@ -206,6 +241,7 @@ int main(void)
         cmocka_unit_test(test_paged_shared_prefix_is_bifurcated),
         cmocka_unit_test(test_wgmma_context_body_from_64_rows_or_32_on_a_large_context),
         cmocka_unit_test(test_wide_wgmma_tiles_where_the_context_part_is_large_or_the_decode_part_small),
+        cmocka_unit_test(test_sm_split_where_the_mha_decode_part_outweighs_the_context_work),
         cmocka_unit_test(test_model_terms),
         cmocka_unit_test(test_plan_follows_the_picked_kernel),
         cmocka_unit_test(test_unsupported_by_bifurcated_falls_back),

@@ -330,6 +330,52 @@ static void test_fused_deep_ring_only_for_one_cta_per_sm(void **state)
     assert_false(fused_plan_deep_ring(&plan));
 }
 
+/* The SM split of two parts side by side (sm_split_plan): 256 items of 149 us of
+ * tensor-core work against 2.15 GB of memory-bound work on 132 SMs, rates in bytes/us. */
+static void test_sm_split_when_a_streaming_sm_beats_its_share(void **state)
+{
+    (void)state;
+    const double full = 4180e3, share = full / 132;
+    sm_split_t s = sm_split_plan(256, 149.0, 2.15e9, 1.3 * share, full, 132);
+    /* the fewest rounds (two, on 128 SMs) leave the decode part 4 SMs: about the sum */
+    double sum = sm_split_us(256, 149.0, 2.15e9, 1.3 * share, full, 132, 2);
+    assert_true(s.sms > 0 && s.sms < 128);
+    assert_true(s.us < sum);
+    assert_int_equal(s.sms, (256 + 3) / 4); /* four rounds on 64 SMs */
+    /* a candidate is always ceil(items / rounds) */
+    long rounds = (256 + s.sms - 1) / s.sms;
+    assert_int_equal(s.sms, (256 + rounds - 1) / rounds);
+}
+
+static void test_sm_split_none_where_an_sm_streams_only_its_share(void **state)
+{
+    (void)state;
+    const double full = 4180e3, share = full / 132;
+    /* SMs given to the memory-bound part return no more than the other part loses */
+    assert_int_equal(sm_split_plan(256, 149.0, 2.15e9, share, full, 132).sms, 0);
+    assert_int_equal(sm_split_plan(256, 149.0, 2.15e9, 0.9 * share, full, 132).sms, 0);
+    /* a small memory-bound part hides behind the first round anyway */
+    assert_int_equal(sm_split_plan(128, 298.0, 0.13e9, 1.3 * share, full, 132).sms, 0);
+    /* one item, or no work */
+    assert_int_equal(sm_split_plan(1, 100.0, 1e9, 1.3 * share, full, 132).sms, 0);
+    assert_int_equal(sm_split_plan(0, 100.0, 1e9, 1.3 * share, full, 132).sms, 0);
+}
+
+static void test_sm_split_prediction(void **state)
+{
+    (void)state;
+    /* 4 items of 10 us on 4 SMs, 100 bytes at 1 byte/us per SM, 2 in all: on 2 SMs
+     * the items take 20 us, the other 2 SMs stream 40 bytes meanwhile, 60 are left at 2 */
+    assert_true(fabs(sm_split_us(4, 10.0, 100.0, 1.0, 2.0, 4, 2) - 50.0) < 1e-9);
+    /* all 4 SMs: 10 us with nothing streaming, then 50 us */
+    assert_true(fabs(sm_split_us(4, 10.0, 100.0, 1.0, 2.0, 4, 1) - 60.0) < 1e-9);
+    sm_split_t s = sm_split_plan(4, 10.0, 100.0, 1.0, 2.0, 4);
+    /* two SMs: 50 us; one SM takes as long (40 us, 80 bytes streamed at the cap, 20
+     * left), and a tie keeps the count found first */
+    assert_int_equal(s.sms, 2);
+    assert_true(fabs(s.us - 50.0) < 1e-9);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -345,6 +391,9 @@ int main(void)
         cmocka_unit_test(test_lse_merge_hand_values),
         cmocka_unit_test(test_fused_plans_two_ctas_per_sm_on_paged_caches),
         cmocka_unit_test(test_fused_deep_ring_only_for_one_cta_per_sm),
+        cmocka_unit_test(test_sm_split_when_a_streaming_sm_beats_its_share),
+        cmocka_unit_test(test_sm_split_none_where_an_sm_streams_only_its_share),
+        cmocka_unit_test(test_sm_split_prediction),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
