@@ -203,12 +203,12 @@ __device__ __forceinline__ void wg_mma_rs(float (&d)[64], const uint32_t (&a)[4]
 /* ctx_map: the context K/V as a [B*2*g, m_c, d] tensor for the TMA (ADDR_CTX only),
  * in boxes of 64 x KT.
  *
- * A CTA takes the work items blockIdx.x, blockIdx.x + gridDim.x, ... in turn: one
- * item per CTA in a grid of one CTA per item, or several in a persistent grid that
- * holds only some of the SMs while the decode part streams on the others
- * (bifurcated.cu: bif_ctx_sms). The TMA barriers are initialised once; their phases
- * run on across items (tile_base counts the tiles of the CTA's earlier items). */
-template <typename T, int ADDR, int KT = WG_KT>
+ * PERSIST: the CTA takes the work items blockIdx.x, blockIdx.x + gridDim.x, ... in
+ * turn, in a persistent grid that holds only some of the SMs while the decode part
+ * streams on the others (bifurcated.cu: bif_ctx_sms); else a grid of one CTA per
+ * item. The TMA barriers are initialised once; their phases run on across items
+ * (tile_base counts the tiles of the CTA's earlier items). */
+template <typename T, int ADDR, int KT = WG_KT, bool PERSIST = false>
 __global__ void __launch_bounds__(WG_THREADS, 1)
     attn_wgmma_ctx_kernel(const attn_params_t P, const __grid_constant__ CUtensorMap ctx_map)
 {
@@ -231,15 +231,14 @@ __global__ void __launch_bounds__(WG_THREADS, 1)
 
     const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5, wg = warp >> 2;
     const T *kv = static_cast<const T *>(P.kv);
-    const int64_t nitems = attn_items(P);
 
     if (TMA && tid == 0) {
         for (int j = 0; j < WG_STAGES; ++j) mbar_init(smem_addr(&full[j]), 1);
         asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
     }
-    int tile_base = 0; /* TMA: tiles of this CTA's earlier items */
 
-    for (int64_t item = blockIdx.x; item < nitems; item += gridDim.x) {
+    /* One work item; returns its tiles. */
+    auto run_item = [&](const int64_t item, const int tile_base) -> int {
     const cta_coord c = cta_decompose(P, item);
     const int ntiles = c.k_hi > c.k_lo ? (c.k_hi - c.k_lo + KT - 1) / KT : 0;
 
@@ -497,11 +496,20 @@ __global__ void __launch_bounds__(WG_THREADS, 1)
     }
     __syncthreads();
     combine_and_emit<T>(P, c, st_o, st_m, st_l, WG_ROWS, 1, WG_ROWS, WG_D);
-    /* The next item's copies overwrite the staging (TMA and cp.async through the async
-     * and generic proxies) and Q: every thread is done reading both. */
-    tile_base += ntiles;
-    fence_proxy_async();
-    __syncthreads();
+    return ntiles;
+    };
+
+    if (PERSIST) {
+        int tile_base = 0;
+        for (int64_t item = blockIdx.x; item < attn_items(P); item += gridDim.x) {
+            tile_base += run_item(item, tile_base);
+            /* The next item's copies overwrite the staging (TMA and cp.async through the
+             * async and generic proxies) and Q: every thread is done reading both. */
+            fence_proxy_async();
+            __syncthreads();
+        }
+    } else {
+        run_item(blockIdx.x, 0);
     }
 #else
     __trap(); /* built without sm_90a: the host never picks this body (bif_wgmma_fits) */

@@ -12,14 +12,18 @@
  *     a K_c/V_c tile fetched into shared memory serves 64 queries. Row tiles of one
  *     (request, head, split) are adjacent in the grid and share L2.
  *     Context keys are split (split_plan_auto) when request x head x row-tile CTAs
- *     alone would not fill the GPU.
+ *     alone would not fill the GPU. Where the decode part of MHA outweighs the
+ *     context work (bif_ctx_sms), the wgmma body runs as a persistent grid on only
+ *     some of the SMs, each CTA taking several items in turn.
  *     --cache contiguous reads K_c/V_c [B, 2, g, m_c, d]; --cache paged reads the
  *     floor(m_c/S) full context blocks, shared by the request's W streams, through
  *     the block table of stream b*W.
  *  2. Decode part: `fused`'s KEYSPLIT body per (stream, kv head) over the stream's
  *     own keys: K_d/V_d [B*W, 2, g, m_d, d] (contiguous) or, paged, every position
  *     from the partly filled last context block on (those blocks are per stream);
- *     indirection reads the source stream's decoded K/V.
+ *     indirection reads the source stream's decoded K/V. Beside a persistent
+ *     context grid, the register-streaming body (attn_stream.cuh) on the SMs that
+ *     grid leaves.
  *  3. The log-sum-exp merge of the context splits and decode splits of each
  *     (stream, head) into out: by the decode part's last CTA of each (stream, kv
  *     head) where the decode part runs after the context part (mma.sync body),
@@ -127,15 +131,19 @@ extern "C" int bifurcated_context_on_wgmma(const attn_plan_t *plan)
 
 typedef void (*wgmma_ctx_fn)(const attn_params_t, const CUtensorMap);
 
+/* persist: the persistent grid of an SM split (contiguous cache only) */
 template <typename T>
-static wgmma_ctx_fn wgmma_fn_t(int addr, bool wide)
+static wgmma_ctx_fn wgmma_fn_t(int addr, bool wide, bool persist)
 {
     if (addr == ADDR_PAGED) return attn_wgmma_ctx_kernel<T, ADDR_PAGED>;
+    if (persist)
+        return wide ? attn_wgmma_ctx_kernel<T, ADDR_CTX, WG_KT_WIDE, true> : attn_wgmma_ctx_kernel<T, ADDR_CTX, WG_KT, true>;
     return wide ? attn_wgmma_ctx_kernel<T, ADDR_CTX, WG_KT_WIDE> : attn_wgmma_ctx_kernel<T, ADDR_CTX>;
 }
-static wgmma_ctx_fn wgmma_pick(const problem_t *p, int addr, bool wide)
+static wgmma_ctx_fn wgmma_pick(const problem_t *p, int addr, bool wide, bool persist)
 {
-    return p->dtype == DTYPE_FP16 ? wgmma_fn_t<__half>(addr, wide) : wgmma_fn_t<__nv_bfloat16>(addr, wide);
+    return p->dtype == DTYPE_FP16 ? wgmma_fn_t<__half>(addr, wide, persist)
+                                  : wgmma_fn_t<__nv_bfloat16>(addr, wide, persist);
 }
 static int wgmma_smem(bool wide) { return wide ? wg_shape_t<WG_KT_WIDE>::SMEM : wg_shape::SMEM; }
 
@@ -203,11 +211,16 @@ static kv_layout_t bif_layout(const problem_t *p)
  * (the KEYSPLIT body only about its share, so larger groups are never split).
  * Rates fitted on the H200 (results/h200/probe-partition/): the context body at
  * BIF_CTX_TC_EFFICIENCY(_WIDE) of the measured GEMM rate, the streaming body at
- * BIF_STREAM_BW_EFFICIENCY of the measured read bandwidth alone on the GPU. */
+ * BIF_STREAM_BW_EFFICIENCY of the measured read bandwidth alone on the GPU; and
+ * what a split costs by itself, BIF_SPLIT_US (the wait for the context grid's
+ * launch-completion event, the persistent CTAs' item changes): at 8k of context
+ * the model saw the same 14% gain from W = 64 to 1024, and the split lost 5-18 us
+ * up to W = 256 and won 48-93 us from W = 512. */
 #define BIF_CTX_TC_EFFICIENCY 0.45
 #define BIF_CTX_TC_EFFICIENCY_WIDE 0.56
 #define BIF_STREAM_SM_RATE 1.3
 #define BIF_STREAM_BW_EFFICIENCY 0.94
+#define BIF_SPLIT_US 35.0
 static int bif_ctx_sms(const problem_t *p, const device_info_t *dev, long items, bool wide)
 {
     if (p->cache != CACHE_CONTIGUOUS || problem_group(p) != 1 || p->head_dim != STREAM_D || dev->sm_count < 2)
@@ -221,7 +234,7 @@ static int bif_ctx_sms(const problem_t *p, const device_info_t *dev, long items,
     const double bw = bif_bytes_per_us(dev);
     const double dec_bytes = (double)problem_streams(p) * bif_dec_keys(p) * io_kv_row_bytes(p);
     return sm_split_plan(items, flops / items / tc, dec_bytes, BIF_STREAM_SM_RATE * bw / sms,
-                         BIF_STREAM_BW_EFFICIENCY * bw, sms)
+                         BIF_STREAM_BW_EFFICIENCY * bw, sms, BIF_SPLIT_US)
         .sms;
 }
 
@@ -257,7 +270,8 @@ static size_t bif_workspace_bytes(const problem_t *p, const attn_plan_t *plan)
 /* With the wgmma context body the decode part runs beside it on a second stream:
  * a lean decode CTA shares each SM with a 64-key context CTA, and behind the wide
  * body it takes the SMs the context grid leaves and those its CTAs free first
- * (run after it instead, W = 256 at 32k of MHA took 23% longer, H200). With the
+ * (run after it instead, W = 256 at 32k of MHA took 23% longer, H200); with an SM
+ * split (bif_ctx_sms) it streams on the SMs the persistent context grid leaves. With the
  * mma.sync body the decode part runs after it, and its last CTA of each (stream,
  * kv head) merges every partial (attn_tail_merge_fits), which saves the merge
  * launch. */
@@ -353,7 +367,8 @@ static cudaError_t bif_setup(attn_args_t *a)
     if (!attn_tc_path(p)) return attn_setup_keysplit(p, bif_ctx_addr(p), ATTN_RING_DEFAULT);
     const bool wgmma = bif_wgmma(&a->plan), wide = bif_wide(&a->plan);
     const void *fn =
-        wgmma ? (const void *)wgmma_pick(p, bif_ctx_addr(p), wide) : (const void *)ctx_pick(p, bif_ctx_addr(p));
+        wgmma ? (const void *)wgmma_pick(p, bif_ctx_addr(p), wide, a->plan.ctx_sms > 0)
+              : (const void *)ctx_pick(p, bif_ctx_addr(p));
     if (!fn) return cudaErrorInvalidValue;
     err = cudaFuncSetAttribute(fn, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                wgmma ? wgmma_smem(wide) : attn_smem_bytes(p, false));
@@ -386,7 +401,7 @@ static cudaError_t bif_launch_wgmma(const attn_args_t *a, const attn_params_t *c
     const problem_t *p = &a->problem;
     const bif_state_t *st = static_cast<const bif_state_t *>(a->state);
     const bool wide = bif_wide(&a->plan);
-    wgmma_ctx_fn fn = wgmma_pick(p, bif_ctx_addr(p), wide);
+    wgmma_ctx_fn fn = wgmma_pick(p, bif_ctx_addr(p), wide, a->plan.ctx_sms > 0);
     cudaLaunchAttribute attr;
     attr.id = cudaLaunchAttributeLaunchCompletionEvent;
     attr.val.launchCompletionEvent.event = st->started;
@@ -501,7 +516,8 @@ extern "C" const attn_kernel_t kernel_bifurcated = {
     "bifurcated",
     "bifurcated attention: context read once per request for all W*p queries (wgmma on Hopper at "
     "d 128 and W*p >= 64 or 32 on a large context, else mma.sync), decode part per stream (beside "
-    "the wgmma part, on a second stream), log-sum-exp merge",
+    "the wgmma part, on a second stream; for a large MHA decode part on the SMs a persistent "
+    "context grid leaves), log-sum-exp merge",
     "contiguous (split context/decoded buffers), paged (shared context blocks); fp16, bf16 (tensor cores at "
     "d 64/80/96/128/256), fp32; d multiple of 8 up to 256; any h/g, W; indirection; --multi-block, --splits",
     attn_core_unsupported,

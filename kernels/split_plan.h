@@ -70,11 +70,11 @@ HD split_plan_t split_plan_auto(long items, int keys, int tile, int sms, int cta
  * of `bytes` that streams on the SMs the first leaves, at up to sm_rate bytes/us per
  * SM and full_rate in all, and on every SM once the first part is done. Giving the
  * first part fewer SMs than its fewest rounds need pays where the second part gets
- * more from the SMs it gains than the first loses: when one SM streams faster than
- * its even share of full_rate. The SMs for the first part that end the step soonest,
- * or 0 where no split beats the fewest rounds on the whole GPU; and that end. Only
- * the counts ceil(items / rounds) are candidates: any other count takes as many
- * rounds and leaves fewer SMs. */
+ * more from the SMs it gains than the first loses (when one SM streams faster than
+ * its even share of full_rate) and than a split costs by itself, split_us. The SMs
+ * for the first part that end the step soonest, or 0 where no split beats the
+ * fewest rounds on the whole GPU; and that end. Only the counts ceil(items / rounds)
+ * are candidates: any other count takes as many rounds and leaves fewer SMs. */
 typedef struct sm_split {
     int sms;      /* SMs of the tensor-core part; 0: no split */
     double us;    /* predicted end of the step */
@@ -91,7 +91,8 @@ HD double sm_split_us(long items, double item_us, double bytes, double sm_rate, 
     return ctx_us + (left > 0.0 ? left / full_rate : 0.0);
 }
 
-HD sm_split_t sm_split_plan(long items, double item_us, double bytes, double sm_rate, double full_rate, int sms)
+HD sm_split_t sm_split_plan(long items, double item_us, double bytes, double sm_rate, double full_rate, int sms,
+                           double split_us)
 {
     sm_split_t best;
     best.sms = 0;
@@ -99,10 +100,10 @@ HD sm_split_t sm_split_plan(long items, double item_us, double bytes, double sm_
     if (items < 1 || sms < 1) return best;
     const long first = (items + sms - 1) / sms;
     best.us = sm_split_us(items, item_us, bytes, sm_rate, full_rate, sms, first);
-    for (long rounds = first + 1; rounds <= items && (double)rounds * item_us < best.us; ++rounds) {
+    for (long rounds = first + 1; rounds <= items && (double)rounds * item_us + split_us < best.us; ++rounds) {
         long n = (items + rounds - 1) / rounds;
         if (n == (items + rounds - 2) / (rounds - 1)) continue; /* the same count as one round fewer */
-        double us = sm_split_us(items, item_us, bytes, sm_rate, full_rate, sms, rounds);
+        double us = split_us + sm_split_us(items, item_us, bytes, sm_rate, full_rate, sms, rounds);
         if (us < best.us) {
             best.sms = (int)n;
             best.us = us;

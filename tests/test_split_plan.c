@@ -336,12 +336,15 @@ static void test_sm_split_when_a_streaming_sm_beats_its_share(void **state)
 {
     (void)state;
     const double full = 4180e3, share = full / 132;
-    sm_split_t s = sm_split_plan(256, 149.0, 2.15e9, 1.3 * share, full, 132);
+    sm_split_t s = sm_split_plan(256, 149.0, 2.15e9, 1.3 * share, full, 132, 0.0);
     /* the fewest rounds (two, on 128 SMs) leave the decode part 4 SMs: about the sum */
     double sum = sm_split_us(256, 149.0, 2.15e9, 1.3 * share, full, 132, 2);
     assert_true(s.sms > 0 && s.sms < 128);
     assert_true(s.us < sum);
     assert_int_equal(s.sms, (256 + 3) / 4); /* four rounds on 64 SMs */
+    /* a split's own cost can outweigh what it saves */
+    assert_int_equal(sm_split_plan(256, 149.0, 2.15e9, 1.3 * share, full, 132, sum - s.us + 1.0).sms, 0);
+    assert_true(sm_split_plan(256, 149.0, 2.15e9, 1.3 * share, full, 132, 0.5 * (sum - s.us)).sms > 0);
     /* a candidate is always ceil(items / rounds) */
     long rounds = (256 + s.sms - 1) / s.sms;
     assert_int_equal(s.sms, (256 + rounds - 1) / rounds);
@@ -352,13 +355,13 @@ static void test_sm_split_none_where_an_sm_streams_only_its_share(void **state)
     (void)state;
     const double full = 4180e3, share = full / 132;
     /* SMs given to the memory-bound part return no more than the other part loses */
-    assert_int_equal(sm_split_plan(256, 149.0, 2.15e9, share, full, 132).sms, 0);
-    assert_int_equal(sm_split_plan(256, 149.0, 2.15e9, 0.9 * share, full, 132).sms, 0);
+    assert_int_equal(sm_split_plan(256, 149.0, 2.15e9, share, full, 132, 0.0).sms, 0);
+    assert_int_equal(sm_split_plan(256, 149.0, 2.15e9, 0.9 * share, full, 132, 0.0).sms, 0);
     /* a small memory-bound part hides behind the first round anyway */
-    assert_int_equal(sm_split_plan(128, 298.0, 0.13e9, 1.3 * share, full, 132).sms, 0);
+    assert_int_equal(sm_split_plan(128, 298.0, 0.13e9, 1.3 * share, full, 132, 0.0).sms, 0);
     /* one item, or no work */
-    assert_int_equal(sm_split_plan(1, 100.0, 1e9, 1.3 * share, full, 132).sms, 0);
-    assert_int_equal(sm_split_plan(0, 100.0, 1e9, 1.3 * share, full, 132).sms, 0);
+    assert_int_equal(sm_split_plan(1, 100.0, 1e9, 1.3 * share, full, 132, 0.0).sms, 0);
+    assert_int_equal(sm_split_plan(0, 100.0, 1e9, 1.3 * share, full, 132, 0.0).sms, 0);
 }
 
 static void test_sm_split_prediction(void **state)
@@ -369,7 +372,7 @@ static void test_sm_split_prediction(void **state)
     assert_true(fabs(sm_split_us(4, 10.0, 100.0, 1.0, 2.0, 4, 2) - 50.0) < 1e-9);
     /* all 4 SMs: 10 us with nothing streaming, then 50 us */
     assert_true(fabs(sm_split_us(4, 10.0, 100.0, 1.0, 2.0, 4, 1) - 60.0) < 1e-9);
-    sm_split_t s = sm_split_plan(4, 10.0, 100.0, 1.0, 2.0, 4);
+    sm_split_t s = sm_split_plan(4, 10.0, 100.0, 1.0, 2.0, 4, 0.0);
     /* two SMs: 50 us; one SM takes as long (40 us, 80 bytes streamed at the cap, 20
      * left), and a tie keeps the count found first */
     assert_int_equal(s.sms, 2);
