@@ -213,14 +213,15 @@ static kv_layout_t bif_layout(const problem_t *p)
  * BIF_CTX_TC_EFFICIENCY(_WIDE) of the measured GEMM rate, the streaming body at
  * BIF_STREAM_BW_EFFICIENCY of the measured read bandwidth alone on the GPU; and
  * what a split costs by itself, BIF_SPLIT_US (the wait for the context grid's
- * launch-completion event, the persistent CTAs' item changes): at 8k of context
- * the model saw the same 14% gain from W = 64 to 1024, and the split lost 5-18 us
- * up to W = 256 and won 48-93 us from W = 512. */
+ * launch-completion event, the persistent CTAs' item changes; set so that a split
+ * runs only where the predicted gain held on both GPUs): predicted gains of 50 us
+ * and more were measured at 49-151 us (W = 1024 at 8k, 16k and 32k), those below
+ * that at -38 to +46 us (W = 64-512; results/h200/probe-partition/). */
 #define BIF_CTX_TC_EFFICIENCY 0.45
 #define BIF_CTX_TC_EFFICIENCY_WIDE 0.56
 #define BIF_STREAM_SM_RATE 1.3
 #define BIF_STREAM_BW_EFFICIENCY 0.94
-#define BIF_SPLIT_US 35.0
+#define BIF_SPLIT_US 80.0
 static int bif_ctx_sms(const problem_t *p, const device_info_t *dev, long items, bool wide)
 {
     if (p->cache != CACHE_CONTIGUOUS || problem_group(p) != 1 || p->head_dim != STREAM_D || dev->sm_count < 2)

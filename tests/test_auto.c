@@ -162,8 +162,8 @@ static void test_sm_split_where_the_mha_decode_part_outweighs_the_context_work(v
     /* without measured peaks (verify) the H200's defaults plan the same way */
     dev.peak_read_gbps = 0;
     dev.peak_tc_tflops = 0;
-    p = shape(1024, 32, 999);
-    p.gen = 77;
+    p = shape(1024, 32, 2000);
+    p.gen = 130;
     assert_true(ctx_sms(p, &dev) > 0);
     /* no wgmma context body, nothing to split */
     dev.cc = 80;
