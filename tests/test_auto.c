@@ -45,6 +45,14 @@ static problem_t shape(int beam, int kv_heads, int ctx)
     return p;
 }
 
+/* The same problem on a paged cache of 64-token blocks. */
+static problem_t paged(problem_t p)
+{
+    p.cache = CACHE_PAGED;
+    p.block_size = 64;
+    return p;
+}
+
 static void test_one_stream_is_fused(void **state)
 {
     (void)state;
@@ -67,9 +75,7 @@ static void test_paged_shared_prefix_is_bifurcated(void **state)
     (void)state;
     /* on a paged cache DRAM sees the shared prefix once either way, but fused still
      * reads it once per stream (from L2): bifurcation wins for the same reason */
-    problem_t p = shape(16, 32, 8192);
-    p.cache = CACHE_PAGED;
-    p.block_size = 64;
+    problem_t p = paged(shape(16, 32, 8192));
     assert_string_equal(picks(p), "bifurcated");
     p.beam = 1;
     assert_string_equal(picks(p), "fused");
@@ -129,10 +135,7 @@ static void test_wide_wgmma_tiles_where_the_context_part_is_large_or_the_decode_
     assert_int_equal(on_wgmma(shape(64, 8, 8192), &dev), 64);
     assert_int_equal(on_wgmma(shape(1024, 8, 16384), &dev), 128);
     /* a paged cache keeps the cp.async body */
-    problem_t p = shape(1024, 1, 32768);
-    p.cache = CACHE_PAGED;
-    p.block_size = 64;
-    assert_int_equal(on_wgmma(p, &dev), 64);
+    assert_int_equal(on_wgmma(paged(shape(1024, 1, 32768)), &dev), 64);
 }
 
 /* The SMs bifurcated's persistent context grid holds while the decode part streams on
@@ -153,16 +156,13 @@ static void test_sm_split_where_the_mha_decode_part_outweighs_the_context_work(v
     assert_int_equal(ctx_sms(shape(256, 32, 32768), &dev), 0);
     assert_int_equal(ctx_sms(shape(64, 32, 16384), &dev), 0);
     /* groups of several heads keep their KEYSPLIT decode part, which streams no
-     * faster on fewer SMs; and the paged cache and other head dims are not split */
+     * faster on fewer SMs; and the paged cache is not split */
     assert_int_equal(ctx_sms(shape(1024, 8, 8192), &dev), 0);
-    problem_t p = shape(1024, 32, 8192);
-    p.cache = CACHE_PAGED;
-    p.block_size = 64;
-    assert_int_equal(ctx_sms(p, &dev), 0);
+    assert_int_equal(ctx_sms(paged(shape(1024, 32, 8192)), &dev), 0);
     /* without measured peaks (verify) the H200's defaults plan the same way */
     dev.peak_read_gbps = 0;
     dev.peak_tc_tflops = 0;
-    p = shape(1024, 32, 2000);
+    problem_t p = shape(1024, 32, 2000);
     p.gen = 130;
     assert_true(ctx_sms(p, &dev) > 0);
     /* no wgmma context body, nothing to split */
