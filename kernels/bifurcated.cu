@@ -104,6 +104,8 @@ static bool bif_wgmma_fits(const problem_t *p, const device_info_t *dev)
     return rows >= WG_ROWS / 2 || (rows >= WG_ROWS / 4 && bif_ctx_read_us(p, dev) >= BIF_WGMMA_HALF_TILE_MIN_US);
 }
 static bool bif_wgmma(const attn_plan_t *plan) { return plan && (plan->variant & BIF_WGMMA); }
+/* Whether the plan splits the SMs between the parts (bif_ctx_sms, only with the wgmma body). */
+static bool bif_split(const attn_plan_t *plan) { return plan && plan->ctx_sms > 0; }
 static bool bif_wide(const attn_plan_t *plan) { return plan && (plan->variant & BIF_WIDE); }
 
 /* Wide (128-key) tiles take the whole SM, so the decode part no longer runs beside
@@ -368,7 +370,7 @@ static cudaError_t bif_setup(attn_args_t *a)
     if (!attn_tc_path(p)) return attn_setup_keysplit(p, bif_ctx_addr(p), ATTN_RING_DEFAULT);
     const bool wgmma = bif_wgmma(&a->plan), wide = bif_wide(&a->plan);
     const void *fn =
-        wgmma ? (const void *)wgmma_pick(p, bif_ctx_addr(p), wide, a->plan.ctx_sms > 0)
+        wgmma ? (const void *)wgmma_pick(p, bif_ctx_addr(p), wide, bif_split(&a->plan))
               : (const void *)ctx_pick(p, bif_ctx_addr(p));
     if (!fn) return cudaErrorInvalidValue;
     err = cudaFuncSetAttribute(fn, cudaFuncAttributeMaxDynamicSharedMemorySize,
@@ -402,18 +404,18 @@ static cudaError_t bif_launch_wgmma(const attn_args_t *a, const attn_params_t *c
     const problem_t *p = &a->problem;
     const bif_state_t *st = static_cast<const bif_state_t *>(a->state);
     const bool wide = bif_wide(&a->plan);
-    wgmma_ctx_fn fn = wgmma_pick(p, bif_ctx_addr(p), wide, a->plan.ctx_sms > 0);
+    wgmma_ctx_fn fn = wgmma_pick(p, bif_ctx_addr(p), wide, bif_split(&a->plan));
     cudaLaunchAttribute attr;
     attr.id = cudaLaunchAttributeLaunchCompletionEvent;
     attr.val.launchCompletionEvent.event = st->started;
     attr.val.launchCompletionEvent.flags = 0;
     cudaLaunchConfig_t cfg = {};
-    cfg.gridDim = dim3((unsigned)(a->plan.ctx_sms > 0 && ctas > a->plan.ctx_sms ? a->plan.ctx_sms : ctas));
+    cfg.gridDim = dim3((unsigned)(bif_split(&a->plan) && ctas > a->plan.ctx_sms ? a->plan.ctx_sms : ctas));
     cfg.blockDim = dim3(WG_THREADS);
     cfg.dynamicSmemBytes = (size_t)wgmma_smem(wide);
     cfg.stream = stream;
     cfg.attrs = &attr;
-    cfg.numAttrs = a->plan.ctx_sms > 0 ? 1 : 0;
+    cfg.numAttrs = bif_split(&a->plan) ? 1 : 0;
     return cudaLaunchKernelEx(&cfg, fn, *cp, st->ctx_map);
 }
 
@@ -441,7 +443,7 @@ static cudaError_t bif_launch(attn_args_t *a, cudaStream_t stream)
     const bool concurrent = bif_concurrent(p, &a->plan);
     if (concurrent && !st) return cudaErrorInvalidValue;
     cudaStream_t dec_stream = concurrent ? st->side : stream;
-    const bool split = concurrent && a->plan.ctx_sms > 0;
+    const bool split = bif_split(&a->plan);
     cudaError_t err;
     if (concurrent) {
         err = cudaEventRecord(st->fork, stream);
