@@ -443,7 +443,7 @@ static cudaError_t bif_launch(attn_args_t *a, cudaStream_t stream)
     const bool concurrent = bif_concurrent(p, &a->plan);
     if (concurrent && !st) return cudaErrorInvalidValue;
     cudaStream_t dec_stream = concurrent ? st->side : stream;
-    const bool split = bif_split(&a->plan);
+    const bool split = concurrent && bif_split(&a->plan);
     cudaError_t err;
     if (concurrent) {
         err = cudaEventRecord(st->fork, stream);
