@@ -231,7 +231,8 @@ __device__ __forceinline__ cta_coord cta_decompose(const attn_params_t &P, int64
 }
 __device__ __forceinline__ cta_coord cta_decompose(const attn_params_t &P) { return cta_decompose(P, blockIdx.x); }
 
-__device__ __forceinline__ int64_t attn_items(const attn_params_t &P)
+/* Work items of a launch: its CTAs in a grid of one CTA per item. */
+__host__ __device__ __forceinline__ int64_t attn_items(const attn_params_t &P)
 {
     return (int64_t)P.units * P.kv_heads * P.splits * P.row_tiles;
 }

@@ -426,7 +426,7 @@ static cudaError_t bif_launch_stream(const problem_t *p, attn_params_t dp, cudaS
     stream_fn fn = p->dtype == DTYPE_FP16 ? attn_stream_kernel<__half, ADDR_DEC> : attn_stream_kernel<__nv_bfloat16, ADDR_DEC>;
     dp.rows_per_cta = 1;
     dp.row_tiles = 1;
-    const int64_t ctas = ((int64_t)dp.units * dp.kv_heads * dp.splits + STREAM_WARPS - 1) / STREAM_WARPS;
+    const int64_t ctas = (attn_items(dp) + STREAM_WARPS - 1) / STREAM_WARPS;
     if (ctas > INT_MAX) return cudaErrorInvalidConfiguration;
     fn<<<(unsigned)ctas, STREAM_THREADS, 0, stream>>>(dp);
     return cudaGetLastError();
@@ -467,7 +467,7 @@ static cudaError_t bif_launch(attn_args_t *a, cudaStream_t stream)
         cp.key_begin = 0;
         cp.key_end = bif_ctx_keys(p);
         cp.slot_base = 0;
-        int64_t ctas = (int64_t)cp.units * cp.kv_heads * cp.splits * cp.row_tiles;
+        const int64_t ctas = attn_items(cp);
         if (ctas > INT_MAX) return cudaErrorInvalidConfiguration;
         if (wgmma) {
             err = bif_launch_wgmma(a, &cp, ctas, stream);

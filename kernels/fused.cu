@@ -123,7 +123,7 @@ cudaError_t attn_launch_keysplit(const problem_t *p, int addr, const attn_params
     int smem;
     attn_kernel_fn fn = keysplit_pick(p, addr, ring, &smem);
     if (!fn) return cudaErrorInvalidValue;
-    int64_t ctas = (int64_t)P->units * P->kv_heads * P->splits * P->row_tiles;
+    const int64_t ctas = attn_items(*P);
     if (ctas == 0) return cudaSuccess;
     if (ctas > INT_MAX) return cudaErrorInvalidConfiguration;
     fn<<<(unsigned)ctas, ATTN_THREADS, smem, stream>>>(*P);
