@@ -173,6 +173,9 @@ static kv_layout_t fused_layout(const problem_t *p)
     return p->cache == CACHE_PAGED ? LAYOUT_PAGED : LAYOUT_CONTIGUOUS;
 }
 
+/* Keys per chunk from which a split grid plans with two CTAs per SM (fused_plan). */
+#define FUSED_LONG_CHUNK 8192
+
 /* plan->variant bits: the tensor-core body (else the CUDA-core one), and its deep ring. */
 #define FUSED_TC 1
 #define FUSED_DEEP 2
@@ -193,8 +196,22 @@ static void fused_plan(const problem_t *p, const device_info_t *dev, attn_plan_t
      * add latency that one CTA's ring does not cover (16-token blocks at W = 2..16
      * ran 1.2x slower than contiguous with one CTA per SM and faster than it with
      * two, results/h200/paged.csv). */
-    const bool two = attn_keysplit_mt(p) > 1 || p->cache == CACHE_PAGED;
+    bool two = attn_keysplit_mt(p) > 1 || p->cache == CACHE_PAGED;
     plan->split = attn_split(p, dev, items, problem_keys(p), two ? 2 : 1);
+    /* Split grids whose chunks are long (FUSED_LONG_CHUNK keys and more) plan with two
+     * CTAs per SM as well, where that keeps the partials of a row to one batch of the
+     * tail merge: on the H100 twice the splits were 3.1-3.5% faster at 32k context
+     * (W*g = 32: 186.9 against 193.0 us), on the H200 within 0.4% of one per SM there
+     * and 0.2-1.4% slower at 128k (results/<gpu>/multiblock.csv, the forced split
+     * counts). Shorter chunks keep one per SM, where the extra ramps and partials of a
+     * second CTA show (8k context: up to 1.8% slower on the H200). */
+    if (!two && plan->split.splits > 1 && plan->split.chunk >= FUSED_LONG_CHUNK && p->splits == 0) {
+        const split_plan_t s2 = attn_split(p, dev, items, problem_keys(p), 2);
+        if (s2.splits <= TAIL_MERGE_BATCH) {
+            plan->split = s2;
+            two = true;
+        }
+    }
     plan->variant = attn_tc_path(p) ? FUSED_TC : 0;
     /* A grid of at most one CTA per SM gets the deep ring (attn_ring): nothing else
      * needs the SM's shared memory. */

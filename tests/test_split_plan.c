@@ -330,6 +330,33 @@ static void test_fused_deep_ring_only_for_one_cta_per_sm(void **state)
     assert_false(fused_plan_deep_ring(&plan));
 }
 
+/* Split grids of long chunks plan with two CTAs per SM (and lose the deep ring) where
+ * the partials of a row stay within one tail-merge batch; short chunks, grids that do
+ * not split and forced split counts keep one per SM. */
+static void test_fused_long_chunks_plan_two_ctas_per_sm(void **state)
+{
+    (void)state;
+    struct { problem_t p; int splits, deep; } cases[] = {
+        {test_problem(1, 1, 32, 32, 128, 32768, 128), 8, 0},   /* 32 items: 4 chunks of 8256 keys at one per SM */
+        {test_problem(1, 4, 32, 8, 128, 32768, 128), 8, 0},
+        {test_problem(1, 2, 32, 32, 128, 131072, 128), 4, 0},
+        {test_problem(1, 1, 32, 32, 128, 8192, 128), 4, 1},    /* chunks of 2112 keys */
+        {test_problem(1, 2, 32, 8, 128, 32768, 128), 8, 1},    /* 4160 keys */
+        {test_problem(1, 1, 32, 8, 128, 131072, 128), 16, 1},  /* two per SM would take 32 splits */
+        {test_problem(1, 4, 32, 32, 128, 32768, 128), 1, 1},   /* 128 items: no split */
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; ++i) {
+        attn_plan_t plan = fused_plan_of(cases[i].p);
+        assert_int_equal(plan.split.splits, cases[i].splits);
+        assert_int_equal(fused_plan_deep_ring(&plan), cases[i].deep);
+    }
+    problem_t p = test_problem(1, 1, 32, 32, 128, 32768, 128);
+    p.splits = 4;
+    attn_plan_t plan = fused_plan_of(p);
+    assert_int_equal(plan.split.splits, 4);
+    assert_true(fused_plan_deep_ring(&plan));
+}
+
 /* The SM split of two parts side by side (sm_split_plan): 256 items of 149 us of
  * tensor-core work against 2.15 GB of memory-bound work on 132 SMs, rates in bytes/us. */
 static void test_sm_split_when_a_streaming_sm_beats_its_share(void **state)
@@ -394,6 +421,7 @@ int main(void)
         cmocka_unit_test(test_lse_merge_hand_values),
         cmocka_unit_test(test_fused_plans_two_ctas_per_sm_on_paged_caches),
         cmocka_unit_test(test_fused_deep_ring_only_for_one_cta_per_sm),
+        cmocka_unit_test(test_fused_long_chunks_plan_two_ctas_per_sm),
         cmocka_unit_test(test_sm_split_when_a_streaming_sm_beats_its_share),
         cmocka_unit_test(test_sm_split_none_where_an_sm_streams_only_its_share),
         cmocka_unit_test(test_sm_split_prediction),
