@@ -13,7 +13,7 @@
  * across warps at the end.
  * Split-KV: with more than one split each CTA writes a partial (m, l, acc); the
  * last CTA of each (stream, kv head, row group) to finish, found by a completion
- * counter in the workspace, folds the partials by log-sum-exp (lse_merge) and
+ * counter in the workspace, folds the partials by log-sum-exp (tail_merge) and
  * writes out, which saves the second launch that a separate merge kernel costs
  * (several microseconds, a tenth of a 128 MiB step). With one split the CTA writes
  * out directly.
