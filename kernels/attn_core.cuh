@@ -263,8 +263,9 @@ __device__ __forceinline__ void store4(T *dst, float a, float b, float c, float 
  * TAIL_MERGE_BATCH slots before folding any, so n slots cost n/16 dependent L2
  * round trips rather than n (16 slots took about 4 us one by one, a tenth of a
  * 128 MiB step); and a batch is folded in two passes, its largest max first and then
- * every slot's weight at once, not slot after slot by lse_merge, whose chain of
- * dependent exponentials over a batch took 2.3 us of a 38 us step (H200, 4 slots).
+ * every slot's weight at once, not slot after slot through lse_merge's chain of
+ * dependent exponentials (that fold of 4 slots took 2.3 us of a 38 us step; the
+ * two-pass one took 5.7% off the step, H200, results/h200/tail-merge/).
  * Out of line, with its inputs by value, so that the CTA bodies' register allocation
  * does not change with it. */
 #define TAIL_MERGE_BATCH 16

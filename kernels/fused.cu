@@ -203,9 +203,9 @@ static void fused_plan(const problem_t *p, const device_info_t *dev, attn_plan_t
      * tail merge: on the H100 twice the splits were 3.2-3.4% faster at 32k context
      * (W*g = 32: 185.7 against 192.1 us), on the H200 0.6-1.6% slower at 32k and 128k
      * (results/<gpu>/multiblock.csv, the forced split counts; 1.3-2.1% on one earlier
-     * card, within 0.4% at 32k on another). Shorter chunks keep one per SM, where the extra
-     * ramps and partials of a second CTA show (8k context: twice the splits took -0.2%
-     * to +1.6% on the H200). */
+     * card, within 0.4% at 32k on another). Shorter chunks keep one per SM, where the
+     * extra ramps and partials of a second CTA show (8k context: twice the splits took
+     * -0.2% to +1.6% on the H200). */
     if (!two && plan->split.splits > 1 && plan->split.chunk >= FUSED_LONG_CHUNK && p->splits == 0) {
         const split_plan_t s2 = attn_split(p, dev, items, problem_keys(p), 2);
         if (s2.splits <= TAIL_MERGE_BATCH) {
