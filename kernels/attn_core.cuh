@@ -262,10 +262,10 @@ __device__ __forceinline__ void store4(T *dst, float a, float b, float c, float 
  * tail of the step, so it is written for latency: each thread fetches a batch of
  * TAIL_MERGE_BATCH slots before folding any, so n slots cost n/16 dependent L2
  * round trips rather than n (16 slots took about 4 us one by one, a tenth of a
- * 128 MiB step); and a batch is folded in two passes, its largest max first and then
- * every slot's weight at once, not slot after slot through lse_merge's chain of
- * dependent exponentials (that fold of 4 slots took 2.3 us of a 38 us step; the
- * two-pass one took 5.7% off the step, H200, results/h200/tail-merge/).
+ * 128 MiB step); and a batch is folded by lse_fold (split_plan.h, CPU-tested) in
+ * two passes, not slot after slot through a chain of dependent pairwise merges (that
+ * fold of 4 slots took 2.3 us of a 38 us step; the two-pass one took 5.7% off the
+ * step, H200, results/h200/tail-merge/).
  * Out of line, with its inputs by value, so that the CTA bodies' register allocation
  * does not change with it. */
 #define TAIL_MERGE_BATCH 16
@@ -277,36 +277,24 @@ __device__ __noinline__ void tail_merge(T *out, const float *ws_acc, const float
     for (int idx = threadIdx.x; idx < rows * q4; idx += blockDim.x) {
         const int r = idx / q4, x = (idx - r * q4) * 4, gr = row0 + r;
         const int64_t row_id = (int64_t)(stream0 + gr / group) * heads + head0 + gr % group;
-        float m = -INFINITY, l = 0.f;
-        float4 acc = make_float4(0.f, 0.f, 0.f, 0.f);
+        float m = -INFINITY, l = 0.f, acc[4] = {0.f, 0.f, 0.f, 0.f};
         for (int s0 = 0; s0 < nslots; s0 += TAIL_MERGE_BATCH) {
-            float2 ml[TAIL_MERGE_BATCH];
-            float4 a[TAIL_MERGE_BATCH];
+            float pm[TAIL_MERGE_BATCH], pl[TAIL_MERGE_BATCH], pacc[TAIL_MERGE_BATCH * 4];
 #pragma unroll
             for (int j = 0; j < TAIL_MERGE_BATCH; ++j) {
                 const int64_t slot = row_id * nslots + s0 + j;
                 const bool ok = s0 + j < nslots;
-                ml[j] = ok ? __ldcg(ws_ml + slot) : make_float2(-INFINITY, 0.f);
-                a[j] = ok ? __ldcg(reinterpret_cast<const float4 *>(ws_acc + slot * d + x))
-                          : make_float4(0.f, 0.f, 0.f, 0.f);
+                const float2 ml = ok ? __ldcg(ws_ml + slot) : make_float2(-INFINITY, 0.f);
+                const float4 a = ok ? __ldcg(reinterpret_cast<const float4 *>(ws_acc + slot * d + x))
+                                    : make_float4(0.f, 0.f, 0.f, 0.f);
+                pm[j] = ml.x;
+                pl[j] = ml.y;
+                pacc[4 * j] = a.x; pacc[4 * j + 1] = a.y; pacc[4 * j + 2] = a.z; pacc[4 * j + 3] = a.w;
             }
-            float mn = m;
-#pragma unroll
-            for (int j = 0; j < TAIL_MERGE_BATCH; ++j) mn = fmaxf(mn, ml[j].x);
-            if (mn == -INFINITY) continue; /* nothing but empty splits so far */
-            const float f = expf(m - mn);  /* 0 while m is -inf */
-            l *= f;
-            acc.x *= f; acc.y *= f; acc.z *= f; acc.w *= f;
-#pragma unroll
-            for (int j = 0; j < TAIL_MERGE_BATCH; ++j) {
-                const float w = expf(ml[j].x - mn); /* 0 for empty and absent slots */
-                l += ml[j].y * w;
-                acc.x += a[j].x * w; acc.y += a[j].y * w; acc.z += a[j].z * w; acc.w += a[j].w * w;
-            }
-            m = mn;
+            lse_fold(&m, &l, acc, 4, pm, pl, pacc, TAIL_MERGE_BATCH);
         }
         const float inv = l > 0.f ? 1.f / l : 0.f;
-        store4(out + row_id * d + x, acc.x * inv, acc.y * inv, acc.z * inv, acc.w * inv);
+        store4(out + row_id * d + x, acc[0] * inv, acc[1] * inv, acc[2] * inv, acc[3] * inv);
     }
 }
 
@@ -716,8 +704,8 @@ __global__ void __launch_bounds__(ATTN_THREADS, ATTN_CC_MINB) attn_cc_kernel(con
 /* One warp per (stream, query head) row: folds its nslots partials and writes the
  * normalised output. Two passes so that the loads do not wait on each other: the
  * lanes first find the largest max and the weighted sum over the slots, then every
- * slot's accumulator is added with its weight exp(m_s - M) (what lse_merge does
- * pairwise, folded into one sum). */
+ * slot's accumulator is added with its weight exp(m_s - M) (lse_fold's two passes,
+ * split_plan.h, with the slots spread over the lanes). */
 template <typename T>
 __global__ void __launch_bounds__(128) attn_merge_kernel(const float *ws_acc, const float2 *ws_ml, T *out,
                                                          int64_t rows, int nslots, int d)
