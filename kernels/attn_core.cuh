@@ -12,9 +12,12 @@
  *   cp.async.cg (L2 only) into a 2..4-stage ring, so that two or three tiles are in
  *   flight while one is consumed; the next tile's row addresses (block-table and
  *   indirection look-ups) are fetched one tile earlier into a small ring of row
- *   indices (offset / d, 32 bits, so a 64-row tile of d=128 keeps two CTAs per SM), so the dependent loads of paged/indirect layouts never stall the copy
- *   issue. Rows past the end of the range are zero-filled by cp.async's src-size 0
- *   operand (never read: paged pools hold NaN there) and their logits set to -inf.
+ *   indices (offset / d, 32 bits, so a 64-row tile of d=128 keeps two CTAs per SM),
+ *   so the dependent loads of paged/indirect layouts never stall the copy issue;
+ *   rows of one matrix (no block table, no indirection) take their addresses from
+ *   the CTA's first row instead, at constant strides. Rows past the end of the range
+ *   are zero-filled by cp.async's src-size 0 operand (never read: paged pools hold
+ *   NaN there) and their logits set to -inf.
  *   S = Q·Kᵀ and O += P·V use mma.sync m16n8k16 with fp32 accumulators; K rows are
  *   the col-major B operand via ldmatrix, V via ldmatrix.trans, and P goes from the
  *   accumulator layout straight into A fragments. The shared layout XORs 16-byte
@@ -38,7 +41,7 @@
  * (unit, head, split)) run side by side and share L2. A unit is a stream (fused,
  * decode part) or a request (bifurcated context part).
  *
- * Softmax runs in the log2 domain (logits scaled by scale*log2(e), exp2f);
+ * Softmax runs in the log2 domain (logits scaled by scale*log2(e), exp2);
  * partials store m in natural-log units for the merges. */
 #ifndef ATTNBENCH_ATTN_CORE_CUH
 #define ATTNBENCH_ATTN_CORE_CUH
@@ -175,6 +178,14 @@ __device__ __forceinline__ void ldmatrix_x4_trans(uint32_t r[4], uint32_t addr)
     asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];\n"
                  : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
                  : "r"(addr));
+}
+
+/* 2^x in one MUFU instruction (exp2f adds denormal handling the softmax does not need). */
+__device__ __forceinline__ float fast_exp2(float x)
+{
+    float y;
+    asm("ex2.approx.ftz.f32 %0, %1;\n" : "=f"(y) : "f"(x));
+    return y;
 }
 
 __device__ __forceinline__ float warp_max(float v)
@@ -414,8 +425,56 @@ attn_tc_kernel(const attn_params_t P)
         int pos = c.k_lo + j * S::KT + row;
         return pos < c.k_hi ? (uint32_t)(kv_row<ADDR>(P, c.unit, c.head, pos) / D) : NO_ROW;
     };
+    /* Without a block table or indirection the CTA's key rows are consecutive rows
+     * of one matrix (affine): a tile's addresses follow from the first row's, and
+     * the ring of row offsets is not needed. The loop turns faster without it, and
+     * one CTA per SM streams only as fast as its loop turns. (Not at d = 256, whose
+     * bodies have no registers to spare.) */
+    const bool affine = D <= 128 && (ADDR == ADDR_CTX || (ADDR != ADDR_PAGED && !P.indirection));
+    const T *kv0 = affine && ntiles > 0 ? kv + kv_row<ADDR>(P, c.unit, c.head, c.k_lo) : kv;
     auto load_tile = [&](int j) {
         const uint32_t ks = smem_addr(pipe + (j % S::STAGES) * 2 * S::TILE_BYTES), vs = ks + S::TILE_BYTES;
+        if (affine) {
+            /* Whole tiles (all but a CTA's last) need no per-row test. */
+            const T *tile = kv0 + (int64_t)j * S::KT * D;
+            const int valid = c.k_hi - (c.k_lo + j * S::KT);
+            if (valid >= S::KT) {
+                if constexpr (S::SWZ && ATTN_THREADS % (8 * S::NCH) == 0) {
+                    /* Each thread copies one chunk column every RSTEP rows, so the source
+                     * and the (row & 7)-swizzled destination move by constant strides. */
+                    constexpr int RSTEP = ATTN_THREADS / S::NCH;
+                    const int r0 = tid / S::NCH, ch = tid % S::NCH;
+                    const T *src = tile + r0 * D + ch * 8;
+                    const T *srcv = src + P.vstride;
+                    const uint32_t dst = S::off(r0, ch);
+#pragma unroll
+                    for (int k = 0; k < S::KT / RSTEP; ++k) {
+                        cp_async16(ks + dst + k * RSTEP * S::ROW_BYTES, src + k * RSTEP * D, 16);
+                        cp_async16(vs + dst + k * RSTEP * S::ROW_BYTES, srcv + k * RSTEP * D, 16);
+                    }
+                } else {
+#pragma unroll
+                    for (int k = 0; k < S::KT * S::NCH / ATTN_THREADS; ++k) {
+                        int i = tid + k * ATTN_THREADS;
+                        int row = i / S::NCH, ch = i - row * S::NCH;
+                        const T *src = tile + row * D + ch * 8;
+                        cp_async16(ks + S::off(row, ch), src, 16);
+                        cp_async16(vs + S::off(row, ch), src + P.vstride, 16);
+                    }
+                }
+                return;
+            }
+#pragma unroll
+            for (int k = 0; k < S::KT * S::NCH / ATTN_THREADS; ++k) {
+                int i = tid + k * ATTN_THREADS;
+                int row = i / S::NCH, ch = i - row * S::NCH;
+                bool ok = row < valid;
+                const T *src = ok ? tile + row * D + ch * 8 : kv;
+                cp_async16(ks + S::off(row, ch), src, ok ? 16 : 0);
+                cp_async16(vs + S::off(row, ch), src + (ok ? P.vstride : 0), ok ? 16 : 0);
+            }
+            return;
+        }
         const uint32_t *rows = off_ring + (j % S::STAGES) * S::KT;
 #pragma unroll
         for (int k = 0; k < S::KT * S::NCH / ATTN_THREADS; ++k) {
@@ -430,7 +489,7 @@ attn_tc_kernel(const attn_params_t P)
     };
 
     /* Prologue: offsets of the first STAGES tiles, Q, then STAGES-1 tiles in flight. */
-    if (tid < S::KT)
+    if (!affine && tid < S::KT)
         for (int j = 0; j < S::STAGES; ++j)
             off_ring[j * S::KT + tid] = j < ntiles ? tile_row_offset(j, tid) : NO_ROW;
     for (int i = tid; i < S::ROWS * S::NCH; i += ATTN_THREADS) {
@@ -451,6 +510,12 @@ attn_tc_kernel(const attn_params_t P)
     const int row_base = KEYSPLIT ? 0 : warp * 16;
     const bool warp_has_rows = c.row_tile * P.rows_per_cta + row_base < P.rows_per_unit;
     const uint32_t q_base = smem_addr(q_s);
+    /* KEYSPLIT: Q's A fragments in registers for the whole loop where they fit
+     * (32 registers, under the cap of at most two CTAs per SM), and S in two
+     * accumulator chains up to d = 128 with one row tile. */
+    constexpr bool QREG = KEYSPLIT && MT * D <= 128 && S::MINB <= 2;
+    constexpr bool DUAL = KEYSPLIT && D <= 128 && MT == 1;
+    uint32_t qa[QREG ? MT : 1][QREG ? D / 16 : 1][4];
 
     float o[MT][D / 8][4];
     float m[MT][2], l[MT][2];
@@ -470,28 +535,46 @@ attn_tc_kernel(const attn_params_t P)
         if (t + S::STAGES - 1 < ntiles) load_tile(t + S::STAGES - 1);
         cp_async_commit();
         /* Next ring entry: issued now, stored after the math, so its latency hides. */
-        const bool fetch = tid < S::KT && t + S::STAGES < ntiles;
+        const bool fetch = !affine && tid < S::KT && t + S::STAGES < ntiles;
         uint32_t next_off = fetch ? tile_row_offset(t + S::STAGES, tid) : NO_ROW;
 
         const int nvalid = min(S::KT, c.k_hi - (c.k_lo + t * S::KT));
+        if constexpr (QREG) {
+            if (t == 0) /* Q landed with tile 0 */
+#pragma unroll
+                for (int mt = 0; mt < MT; ++mt)
+#pragma unroll
+                    for (int kk = 0; kk < D / 16; ++kk)
+                        ldmatrix_x4(qa[mt][kk], q_base + S::off(row_base + 16 * mt + (lane & 15), 2 * kk + (lane >> 4)));
+        }
         if (key_base < nvalid && warp_has_rows) {
             const uint32_t kbuf = smem_addr(pipe + (t % S::STAGES) * 2 * S::TILE_BYTES);
             const uint32_t vbuf = kbuf + S::TILE_BYTES;
-            float s[MT][S::NT][4];
+            /* S = Q Kᵀ: A = Q rows (row-major), B = K rows read as a col-major k x n.
+             * KEYSPLIT keeps Q's A fragments in registers where they fit (QREG) and
+             * accumulates even and odd k steps in two chains added at the end: one
+             * CTA per SM streams only as fast as this loop turns, so it is written
+             * for latency (half the dependent mma steps, no Q reloads). */
+            float s[MT][S::NT][4], s2[MT][S::NT][4];
 #pragma unroll
             for (int mt = 0; mt < MT; ++mt)
 #pragma unroll
                 for (int n = 0; n < S::NT; ++n)
 #pragma unroll
-                    for (int e = 0; e < 4; ++e) s[mt][n][e] = 0.f;
-
-            /* S = Q Kᵀ: A = Q rows (row-major), B = K rows read as a col-major k x n. */
+                    for (int e = 0; e < 4; ++e) s[mt][n][e] = s2[mt][n][e] = 0.f;
 #pragma unroll
             for (int kk = 0; kk < D / 16; ++kk) {
                 uint32_t a[MT][4];
 #pragma unroll
-                for (int mt = 0; mt < MT; ++mt)
-                    ldmatrix_x4(a[mt], q_base + S::off(row_base + 16 * mt + (lane & 15), 2 * kk + (lane >> 4)));
+                for (int mt = 0; mt < MT; ++mt) {
+                    if constexpr (QREG) {
+#pragma unroll
+                        for (int i = 0; i < 4; ++i) a[mt][i] = qa[mt][kk][i];
+                    } else {
+                        ldmatrix_x4(a[mt], q_base + S::off(row_base + 16 * mt + (lane & 15), 2 * kk + (lane >> 4)));
+                    }
+                }
+                auto &acc = (DUAL && (kk & 1)) ? s2 : s;
 #pragma unroll
                 for (int jp = 0; jp < S::NT / 2; ++jp) {
                     uint32_t b[4];
@@ -499,52 +582,74 @@ attn_tc_kernel(const attn_params_t P)
                                                  2 * kk + ((lane >> 3) & 1)));
 #pragma unroll
                     for (int mt = 0; mt < MT; ++mt) {
-                        dt<T>::mma(s[mt][2 * jp], a[mt], b[0], b[1]);
-                        dt<T>::mma(s[mt][2 * jp + 1], a[mt], b[2], b[3]);
+                        dt<T>::mma(acc[mt][2 * jp], a[mt], b[0], b[1]);
+                        dt<T>::mma(acc[mt][2 * jp + 1], a[mt], b[2], b[3]);
                     }
                 }
+            }
+            if constexpr (DUAL) {
+#pragma unroll
+                for (int mt = 0; mt < MT; ++mt)
+#pragma unroll
+                    for (int n = 0; n < S::NT; ++n)
+#pragma unroll
+                        for (int e = 0; e < 4; ++e) s[mt][n][e] += s2[mt][n][e];
             }
 
             /* Online softmax; thread holds rows lane/4 (h=0) and lane/4+8 (h=1) of each
              * m tile, keys 8n + 2*(lane%4) + {0,1}. l stays a per-thread partial sum
-             * (the row's 4 threads are summed at the end). */
+             * (the row's 4 threads are summed at the end). The row max is taken on the
+             * raw logits (the scale is positive) and the scale folded into one FFMA per
+             * logit; only a partial tile pays for masking. */
+            if (nvalid < S::KT) {
+#pragma unroll
+                for (int mt = 0; mt < MT; ++mt)
+#pragma unroll
+                    for (int n = 0; n < S::NT; ++n)
+#pragma unroll
+                        for (int e = 0; e < 4; ++e)
+                            if (key_base + 8 * n + 2 * (lane & 3) + (e & 1) >= nvalid) s[mt][n][e] = -INFINITY;
+            }
+            float alpha[MT][2];
+            bool moved = false;
 #pragma unroll
             for (int mt = 0; mt < MT; ++mt) {
 #pragma unroll
                 for (int h = 0; h < 2; ++h) {
                     float mx = -INFINITY;
 #pragma unroll
-                    for (int n = 0; n < S::NT; ++n)
-#pragma unroll
-                        for (int e = 0; e < 2; ++e) {
-                            int key = key_base + 8 * n + 2 * (lane & 3) + e;
-                            float v = s[mt][n][2 * h + e] * P.scale_log2;
-                            v = key < nvalid ? v : -INFINITY;
-                            s[mt][n][2 * h + e] = v;
-                            mx = fmaxf(mx, v);
-                        }
+                    for (int n = 0; n < S::NT; ++n) mx = fmaxf(mx, fmaxf(s[mt][n][2 * h], s[mt][n][2 * h + 1]));
                     mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));
                     mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));
-                    float m_new = fmaxf(m[mt][h], mx);
+                    float m_new = fmaxf(m[mt][h], mx * P.scale_log2);
                     float m_use = m_new == -INFINITY ? 0.f : m_new;   /* all masked: p = 0, no NaN */
-                    float alpha = exp2f(m[mt][h] - m_use);
+                    alpha[mt][h] = fast_exp2(m[mt][h] - m_use);
+                    moved |= alpha[mt][h] != 1.f;
                     m[mt][h] = m_new;
                     float sum = 0.f;
 #pragma unroll
                     for (int n = 0; n < S::NT; ++n)
 #pragma unroll
                         for (int e = 0; e < 2; ++e) {
-                            float p = exp2f(s[mt][n][2 * h + e] - m_use);
+                            float p = fast_exp2(fmaf(s[mt][n][2 * h + e], P.scale_log2, -m_use));
                             s[mt][n][2 * h + e] = p;
                             sum += p;
                         }
-                    l[mt][h] = l[mt][h] * alpha + sum;
+                    l[mt][h] = l[mt][h] * alpha[mt][h] + sum;
+                }
+            }
+            /* O owes alpha only where a row's max moved; after the first tiles it
+             * rarely does, so a warp whose rows all kept theirs skips the multiplies. */
+            if (__any_sync(0xffffffffu, moved)) {
+#pragma unroll
+                for (int mt = 0; mt < MT; ++mt)
 #pragma unroll
                     for (int n = 0; n < D / 8; ++n) {
-                        o[mt][n][2 * h] *= alpha;
-                        o[mt][n][2 * h + 1] *= alpha;
+                        o[mt][n][0] *= alpha[mt][0];
+                        o[mt][n][1] *= alpha[mt][0];
+                        o[mt][n][2] *= alpha[mt][1];
+                        o[mt][n][3] *= alpha[mt][1];
                     }
-                }
             }
 
             /* O += P V: P from the S accumulators as A fragments, V rows via ldmatrix.trans. */

@@ -100,13 +100,6 @@ template <int N> __device__ __forceinline__ void wg_hold(float (&r)[N])
     for (int i = 0; i < N; ++i) asm volatile("" : "+f"(r[i])::"memory");
 }
 
-/* 2^x in one MUFU instruction (exp2f adds denormal handling the softmax does not need). */
-__device__ __forceinline__ float fast_exp2(float x)
-{
-    float y;
-    asm("ex2.approx.ftz.f32 %0, %1;\n" : "=f"(y) : "f"(x));
-    return y;
-}
 /* cp.async writes shared memory through the generic proxy; wgmma reads it through the async one. */
 __device__ __forceinline__ void fence_proxy_async() { asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory"); }
 
