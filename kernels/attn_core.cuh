@@ -435,11 +435,12 @@ attn_tc_kernel(const attn_params_t P)
     auto load_tile = [&](int j) {
         const uint32_t ks = smem_addr(pipe + (j % S::STAGES) * 2 * S::TILE_BYTES), vs = ks + S::TILE_BYTES;
         if (affine) {
-            /* Whole tiles (all but a CTA's last) need no per-row test. */
+            /* Whole tiles (all but a CTA's last) need no per-row test where the chunk
+             * columns divide the threads; other tiles and head dims test each row. */
             const T *tile = kv0 + (int64_t)j * S::KT * D;
             const int valid = c.k_hi - (c.k_lo + j * S::KT);
-            if (valid >= S::KT) {
-                if constexpr (S::SWZ && ATTN_THREADS % (8 * S::NCH) == 0) {
+            if constexpr (S::SWZ && ATTN_THREADS % (8 * S::NCH) == 0) {
+                if (valid >= S::KT) {
                     /* Each thread copies one chunk column every RSTEP rows, so the source
                      * and the (row & 7)-swizzled destination move by constant strides. */
                     constexpr int RSTEP = ATTN_THREADS / S::NCH;
@@ -452,17 +453,8 @@ attn_tc_kernel(const attn_params_t P)
                         cp_async16(ks + dst + k * RSTEP * S::ROW_BYTES, src + k * RSTEP * D, 16);
                         cp_async16(vs + dst + k * RSTEP * S::ROW_BYTES, srcv + k * RSTEP * D, 16);
                     }
-                } else {
-#pragma unroll
-                    for (int k = 0; k < S::KT * S::NCH / ATTN_THREADS; ++k) {
-                        int i = tid + k * ATTN_THREADS;
-                        int row = i / S::NCH, ch = i - row * S::NCH;
-                        const T *src = tile + row * D + ch * 8;
-                        cp_async16(ks + S::off(row, ch), src, 16);
-                        cp_async16(vs + S::off(row, ch), src + P.vstride, 16);
-                    }
+                    return;
                 }
-                return;
             }
 #pragma unroll
             for (int k = 0; k < S::KT * S::NCH / ATTN_THREADS; ++k) {
