@@ -174,7 +174,7 @@ static kv_layout_t fused_layout(const problem_t *p)
 }
 
 /* Keys per chunk from which a split grid plans with two CTAs per SM (fused_plan). */
-#define FUSED_LONG_CHUNK 8192
+#define FUSED_LONG_CHUNK 2048
 
 /* plan->variant bits: the tensor-core body (else the CUDA-core one), and its deep ring. */
 #define FUSED_TC 1
@@ -200,12 +200,13 @@ static void fused_plan(const problem_t *p, const device_info_t *dev, attn_plan_t
     plan->split = attn_split(p, dev, items, problem_keys(p), two ? 2 : 1);
     /* Split grids whose chunks are long (FUSED_LONG_CHUNK keys and more) plan with two
      * CTAs per SM as well, where that keeps the partials of a row to one batch of the
-     * tail merge: on the H100 twice the splits were 3.2-3.4% faster at 32k context
-     * (W*g = 32: 185.7 against 192.1 us), on the H200 0.6-1.6% slower at 32k and 128k
-     * (results/<gpu>/multiblock.csv, the forced split counts; 1.3-2.1% on one earlier
-     * card, within 0.4% at 32k on another). Shorter chunks keep one per SM, where the
-     * extra ramps and partials of a second CTA show (8k context: twice the splits took
-     * -0.2% to +1.6% on the H200). */
+     * tail merge: a CTA of one per SM streams only as fast as its loop turns, and
+     * each of two per SM needs half that (results/<gpu>/multiblock.csv, the forced
+     * split counts: on the H200 at 0d2b8a4 twice the splits took 1.0-1.7% less at
+     * 8k, W*g = 32 and 64, and 1.5% at 32k, W*g = 16; on the H100 at a6d84f2 3.2-3.4%
+     * less at 32k, W*g = 32, and within 0.4% at 8k). Shorter chunks keep one per SM,
+     * where the extra ramps and partials of a second CTA show (8k, W*g = 16, chunks of
+     * 1088 keys: twice the splits took 0.7% longer on the H200). */
     if (!two && plan->split.splits > 1 && plan->split.chunk >= FUSED_LONG_CHUNK && p->splits == 0) {
         const split_plan_t s2 = attn_split(p, dev, items, problem_keys(p), 2);
         if (s2.splits <= TAIL_MERGE_BATCH) {

@@ -365,8 +365,8 @@ static void test_fused_deep_ring_only_for_one_cta_per_sm(void **state)
 {
     (void)state;
     struct { problem_t p; int deep; } cases[] = {
-        {test_problem(1, 1, 32, 32, 128, 8192, 128), 1},   /* 32 items, 4 splits: 128 CTAs */
-        {test_problem(1, 4, 32, 8, 128, 8192, 128), 1},    /* GQA-4: 16 rows per CTA */
+        {test_problem(1, 4, 32, 32, 128, 8192, 128), 1},   /* 128 items, no split: 128 CTAs */
+        {test_problem(1, 16, 32, 8, 128, 8192, 128), 1},   /* GQA-4: 16 rows per CTA */
         {test_problem(1, 8, 32, 32, 128, 8192, 128), 0},   /* 256 CTAs */
         {test_problem(1, 1, 32, 1, 128, 8192, 128), 0},    /* MQA: 32-row tiles, two per SM */
         {test_problem(1, 1, 32, 32, 64, 8192, 128), 0},    /* d = 64: no deep instantiation */
@@ -397,8 +397,9 @@ static void test_fused_long_chunks_plan_two_ctas_per_sm(void **state)
         {test_problem(1, 1, 32, 32, 128, 32768, 128), 8, 0},   /* 32 items: 4 chunks of 8256 keys at one per SM */
         {test_problem(1, 4, 32, 8, 128, 32768, 128), 8, 0},
         {test_problem(1, 2, 32, 32, 128, 131072, 128), 4, 0},
-        {test_problem(1, 1, 32, 32, 128, 8192, 128), 4, 1},    /* chunks of 2112 keys */
-        {test_problem(1, 2, 32, 8, 128, 32768, 128), 8, 1},    /* 4160 keys */
+        {test_problem(1, 1, 32, 32, 128, 8192, 128), 8, 0},    /* 4 chunks of 2112 keys at one per SM */
+        {test_problem(1, 2, 32, 8, 128, 32768, 128), 16, 0},   /* 8 of 4160 keys */
+        {test_problem(1, 2, 32, 8, 128, 8192, 128), 8, 1},     /* 8 of 1088 keys: short */
         {test_problem(1, 1, 32, 8, 128, 131072, 128), 16, 1},  /* two per SM would take 32 splits */
         {test_problem(1, 4, 32, 32, 128, 32768, 128), 1, 1},   /* 128 items: no split */
     };
