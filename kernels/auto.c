@@ -14,7 +14,11 @@
  * The constants were fitted on the sweeps in results/h200/ (bifurcated.csv and
  * bifurcated-paged.csv, checked against peaks 2% lower and higher than measured:
  * the wgmma context body reaches about half the measured GEMM rate end to end, the
- * mma.sync and CUDA-core paths of `fused` about a seventh). Bifurcation wins once
+ * mma.sync and CUDA-core paths of `fused` about a seventh). The mma.sync body's fixed
+ * cost is the middle of the range (17-19 us) that picks the faster kernel, or one
+ * within 5% of it, on every row of both GPUs' sweeps at 54b0dd8 (at 20 us the H100's
+ * g = 8, W = 2, 8k row ran `fused` 7.2% slower than `bifurcated`; at 16 us the
+ * H200's ran `bifurcated` 8% slower than `fused`). Bifurcation wins once
  * the context traffic it saves, (W - 1) * B * m_c rows of K/V, outweighs its fixed
  * cost; with W = 1 it saves nothing and is never picked. */
 #include <stddef.h>
