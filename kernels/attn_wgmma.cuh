@@ -17,8 +17,10 @@
  *  - paged context: 64-key tiles copied with 16-byte cp.async, the next tile's
  *    row offsets fetched a tile ahead, and a CTA-wide barrier per tile.
  * Within a warpgroup the two GEMMs are software-pipelined as in FlashAttention-3:
- * S_{t+1} = Q K_{t+1} and O += P_t V_t are issued together; the softmax of S_{t+1}
- * runs while P_t V_t is still on the tensor cores, and O is rescaled once it lands.
+ * S_{t+1} = Q K_{t+1} and O += P_t V_t are issued together, the source waits for
+ * S_{t+1}, runs its softmax, then waits for P_t V_t and rescales O. (ptxas moves the
+ * second wait up before the softmax's exponentials, so the softmax overlaps the other
+ * warpgroup's GEMMs rather than its own P V; README, "Bifurcated attention".)
  * Shared tiles use the 128-byte swizzle wgmma reads: a 128-element row is two
  * 64-element halves of 128 bytes, half h of a tile at h * rows * 128, and the
  * 16-byte chunk c of row r sits at chunk position c ^ (r & 7).
@@ -398,9 +400,9 @@ __global__ void __launch_bounds__(WG_THREADS, 1)
         }
     };
 
-    /* Software pipeline within a warpgroup: while P_t V_t runs on the tensor cores,
-     * S_{t+1} = Q K_{t+1} (issued just before it) is already done and its softmax
-     * runs on the other units. Tile t+1 must be resident during iteration t. */
+    /* Software pipeline within a warpgroup: S_{t+1} = Q K_{t+1} is issued just before
+     * P_t V_t, so its softmax can start once S_{t+1} is done (ptxas waits for P_t V_t
+     * first; see the top of this file). Tile t+1 must be resident during iteration t. */
     if (TMA) cp_async_wait<0>(); /* Q */
     else cp_async_wait<WG_STAGES - 2>();
     fence_proxy_async();
