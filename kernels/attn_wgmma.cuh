@@ -17,10 +17,9 @@
  *  - paged context: 64-key tiles copied with 16-byte cp.async, the next tile's
  *    row offsets fetched a tile ahead, and a CTA-wide barrier per tile.
  * Within a warpgroup the two GEMMs are software-pipelined as in FlashAttention-3:
- * S_{t+1} = Q K_{t+1} and O += P_t V_t are issued together, the source waits for
- * S_{t+1}, runs its softmax, then waits for P_t V_t and rescales O. (ptxas moves the
- * second wait up before the softmax's exponentials, so the softmax overlaps the other
- * warpgroup's GEMMs rather than its own P V; README, "Bifurcated attention".)
+ * S_{t+1} = Q K_{t+1} and O += P_t V_t are issued together; the softmax of S_{t+1}
+ * runs while P_t V_t is still on the tensor cores, and O is rescaled once it lands
+ * (wg_wait_all_after keeps ptxas from moving that wait above the softmax).
  * Shared tiles use the 128-byte swizzle wgmma reads: a 128-element row is two
  * 64-element halves of 128 bytes, half h of a tile at h * rows * 128, and the
  * 16-byte chunk c of row r sits at chunk position c ^ (r & 7).
@@ -93,6 +92,20 @@ __device__ __forceinline__ void wg_commit() { asm volatile("wgmma.commit_group.s
 template <int N> __device__ __forceinline__ void wg_wait()
 {
     asm volatile("wgmma.wait_group.sync.aligned %0;\n" ::"n"(N) : "memory");
+}
+/* Waits for every wgmma group once x is computed. ptxas schedules a plain wait_group as
+ * early as it may, ahead of independent work the source placed before it: the softmax
+ * that is meant to run while P V is on the tensor cores would run after it. This wait
+ * is predicated on a test of x that always holds (x, a row sum, is >= 0 or NaN) but
+ * that ptxas cannot decide, made warp-uniform by a vote (a divergent one makes ptxas
+ * serialise every wgmma); so it cannot move above the code that computes x. The plain
+ * wait after it is what the program's correctness rests on, and by then costs nothing. */
+__device__ __forceinline__ void wg_wait_all_after(float x)
+{
+    asm volatile("{\n.reg .pred p;\nsetp.gtu.f32 p, %0, 0fBF800000;\nvote.sync.all.pred p, p, 0xffffffff;\n"
+                 "@p wgmma.wait_group.sync.aligned 0;\n}\n" ::"f"(x)
+                 : "memory");
+    wg_wait<0>();
 }
 /* Pins accumulator registers at this point of the program, so the compiler neither
  * reads them before the wait that completes their wgmma nor moves writes past it. */
@@ -400,9 +413,9 @@ __global__ void __launch_bounds__(WG_THREADS, 1)
         }
     };
 
-    /* Software pipeline within a warpgroup: S_{t+1} = Q K_{t+1} is issued just before
-     * P_t V_t, so its softmax can start once S_{t+1} is done (ptxas waits for P_t V_t
-     * first; see the top of this file). Tile t+1 must be resident during iteration t. */
+    /* Software pipeline within a warpgroup: while P_t V_t runs on the tensor cores,
+     * S_{t+1} = Q K_{t+1} (issued just before it) is already done and its softmax
+     * runs on the other units. Tile t+1 must be resident during iteration t. */
     if (TMA) cp_async_wait<0>(); /* Q */
     else cp_async_wait<WG_STAGES - 2>();
     fence_proxy_async();
@@ -431,7 +444,7 @@ __global__ void __launch_bounds__(WG_THREADS, 1)
             wg_wait<1>();
             wg_hold(s);
             softmax(t + 1, pa[1 - C]);
-            wg_wait<0>();
+            wg_wait_all_after(l[0] + l[1]);
             wg_hold(o);
             rescale_o();
         } else if (has_rows) {
