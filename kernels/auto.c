@@ -4,7 +4,10 @@
  * reports, against the peaks `peak` measured on this GPU:
  *   fused:       a fixed cost, then the larger of its memory time (every stream reads
  *                its whole L; on a paged cache the shared blocks come from DRAM once
- *                and from L2 for the other streams) and its tensor-core time;
+ *                and from L2 for the other streams) and its tensor-core time, plus a
+ *                quarter of the smaller, which its pipeline does not hide (MQA-like
+ *                groups, where the two are alike: at W = 16, 16k the max alone
+ *                predicted 43.8 us for a step of 57.0);
  *   bifurcated:  a larger fixed cost (a context launch, a decode launch, a merge
  *                launch with the wgmma context body; with the mma.sync body, where
  *                W*p is too small for wgmma, the decode part's last CTAs merge and
@@ -18,7 +21,9 @@
  * cost is the middle of the range (17-19 us) that picks the faster kernel, or one
  * within 5% of it, on every row of both GPUs' sweeps at 54b0dd8 (at 20 us the H100's
  * g = 8, W = 2, 8k row ran `fused` 7.2% slower than `bifurcated`; at 16 us the
- * H200's ran `bifurcated` 8% slower than `fused`). Bifurcation wins once
+ * H200's ran `bifurcated` 8% slower than `fused`). FUSED_UNOVERLAPPED: without it, on
+ * an H200 measuring 854 TFLOP/s at 7ea16da the MQA row W = 16, 16k predicted 43.8 us
+ * for fused and 43.9 for bifurcated and ran fused, 22.8% slower (57.0 against 46.4). Bifurcation wins once
  * the context traffic it saves, (W - 1) * B * m_c rows of K/V, outweighs its fixed
  * cost; with W = 1 it saves nothing and is never picked. */
 #include <stddef.h>
@@ -56,7 +61,7 @@ double auto_predict_fused_us(const problem_t *p, const attn_plan_t *plan, const 
         double reread = io_kv_bytes_replicated(p) / (FUSED_PAGED_REREAD_SPEEDUP * read_gbps(dev) * 1e3);
         if (reread > tb) tb = reread;
     }
-    return FUSED_FIXED_US + (tb > tf ? tb : tf);
+    return FUSED_FIXED_US + (tb > tf ? tb + FUSED_UNOVERLAPPED * tf : tf + FUSED_UNOVERLAPPED * tb);
 }
 
 double auto_predict_bifurcated_us(const problem_t *p, const attn_plan_t *plan,
