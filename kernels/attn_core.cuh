@@ -798,52 +798,97 @@ __global__ void __launch_bounds__(ATTN_THREADS, ATTN_CC_MINB) attn_cc_kernel(con
 
 /* ---------------------------------------------------------------- merge */
 
-/* One warp per (stream, query head) row: folds its nslots partials and writes the
- * normalised output. Two passes so that the loads do not wait on each other: the
- * lanes first find the largest max and the weighted sum over the slots, then every
- * slot's accumulator is added with its weight exp(m_s - M) (lse_fold's two passes,
- * split_plan.h, with the slots spread over the lanes). */
+/* Folds the nslots partials of each (stream, query head) row and writes the normalised
+ * output. Two passes so that the loads do not wait on each other: the lanes first find
+ * the largest max and the weighted sum over the slots, then every slot's accumulator is
+ * added with its weight exp(m_s - M) (lse_fold's two passes, split_plan.h, with the
+ * slots spread over the lanes). A row takes wpr warps (1, 2 or 4 of the CTA's four),
+ * each summing every wpr-th slot with 16-byte loads, combined through shared memory:
+ * with one warp per row, a row of many slots (a context cut into 128 splits under a
+ * single row tile, MQA at W = 4, 32k) was a chain of one warp's loads over its 66 KB
+ * of partials. d is a multiple of 8, at most 256. */
+#define MERGE_MAX_D 256
 template <typename T>
 __global__ void __launch_bounds__(128) attn_merge_kernel(const float *ws_acc, const float2 *ws_ml, T *out,
-                                                         int64_t rows, int nslots, int d)
+                                                         int64_t rows, int nslots, int d, int wpr)
 {
-    const int lane = threadIdx.x & 31;
-    const int64_t row = (int64_t)blockIdx.x * 4 + (threadIdx.x >> 5);
-    if (row >= rows) return;
-    const float2 *ml = ws_ml + row * nslots;
+    __shared__ __align__(16) float part_acc[4][MERGE_MAX_D];
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+    const int64_t row = (int64_t)blockIdx.x * (4 / wpr) + warp / wpr;
+    const int sub = warp % wpr;
+    const bool live = row < rows;
+    const float2 *ml = ws_ml + (live ? row : 0) * nslots;
+    /* every warp of the row finds M and L itself: 8 bytes a slot */
     float M = -INFINITY;
-    for (int s = lane; s < nslots; s += 32) M = fmaxf(M, __ldcg(&ml[s].x));
+    if (live)
+        for (int s = lane; s < nslots; s += 32) M = fmaxf(M, __ldcg(&ml[s].x));
 #pragma unroll
     for (int o = 16; o > 0; o >>= 1) M = fmaxf(M, __shfl_xor_sync(0xffffffffu, M, o));
     float L = 0.f;
-    for (int s = lane; s < nslots; s += 32) {
-        float2 v = __ldcg(&ml[s]);
-        if (v.x != -INFINITY) L += v.y * expf(v.x - M);
-    }
+    if (live)
+        for (int s = lane; s < nslots; s += 32) {
+            float2 v = __ldcg(&ml[s]);
+            if (v.x != -INFINITY) L += v.y * expf(v.x - M);
+        }
 #pragma unroll
     for (int o = 16; o > 0; o >>= 1) L += __shfl_xor_sync(0xffffffffu, L, o);
-    enum { VPL = 8 };
-    float acc[VPL];
+    enum { VPL = MERGE_MAX_D / 128 }; /* float4s per lane */
+    float4 acc[VPL];
 #pragma unroll
-    for (int i = 0; i < VPL; ++i) acc[i] = 0.f;
-    if (M != -INFINITY) {
+    for (int i = 0; i < VPL; ++i) acc[i] = make_float4(0.f, 0.f, 0.f, 0.f);
+    if (live && M != -INFINITY) {
 #pragma unroll 4
-        for (int s = 0; s < nslots; ++s) {
+        for (int s = sub; s < nslots; s += wpr) {
             const float m = __ldcg(&ml[s].x);
             const float w = m == -INFINITY ? 0.f : expf(m - M);
             const float *part = ws_acc + (row * nslots + s) * d;
 #pragma unroll
             for (int i = 0; i < VPL; ++i) {
-                int x = lane + 32 * i;
-                if (x < d) acc[i] += w * __ldcg(part + x);
+                const int x = 4 * lane + 128 * i;
+                if (x < d) {
+                    const float4 v = __ldcg(reinterpret_cast<const float4 *>(part + x));
+                    acc[i].x += w * v.x;
+                    acc[i].y += w * v.y;
+                    acc[i].z += w * v.z;
+                    acc[i].w += w * v.w;
+                }
             }
         }
     }
+    if (wpr > 1) {
+#pragma unroll
+        for (int i = 0; i < VPL; ++i) {
+            const int x = 4 * lane + 128 * i;
+            if (x < d) *reinterpret_cast<float4 *>(&part_acc[warp][x]) = acc[i];
+        }
+        __syncthreads();
+        if (sub == 0) {
+            for (int j = 1; j < wpr; ++j)
+#pragma unroll
+                for (int i = 0; i < VPL; ++i) {
+                    const int x = 4 * lane + 128 * i;
+                    if (x < d) {
+                        const float4 v = *reinterpret_cast<const float4 *>(&part_acc[warp + j][x]);
+                        acc[i].x += v.x;
+                        acc[i].y += v.y;
+                        acc[i].z += v.z;
+                        acc[i].w += v.w;
+                    }
+                }
+        }
+    }
+    if (!live || sub != 0) return;
     const float inv = L > 0.f ? 1.f / L : 0.f;
 #pragma unroll
     for (int i = 0; i < VPL; ++i) {
-        int x = lane + 32 * i;
-        if (x < d) out[row * d + x] = dt<T>::from_f(acc[i] * inv);
+        const int x = 4 * lane + 128 * i;
+        if (x < d) {
+            T *o = out + row * d + x;
+            o[0] = dt<T>::from_f(acc[i].x * inv);
+            o[1] = dt<T>::from_f(acc[i].y * inv);
+            o[2] = dt<T>::from_f(acc[i].z * inv);
+            o[3] = dt<T>::from_f(acc[i].w * inv);
+        }
     }
 }
 

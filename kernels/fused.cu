@@ -130,23 +130,28 @@ cudaError_t attn_launch_keysplit(const problem_t *p, int addr, const attn_params
     return cudaGetLastError();
 }
 
+/* Warps per row of the merge: four where a row has many slots to read, one where it
+ * has few (a CTA then merges four rows). */
+#define MERGE_WIDE_SLOTS 8
+
 cudaError_t attn_launch_merge(const problem_t *p, const attn_params_t *P, cudaStream_t stream)
 {
-    int64_t rows = (int64_t)problem_streams(p) * p->heads;
-    int64_t ctas = (rows + 3) / 4;
-    if (ctas > INT_MAX) return cudaErrorInvalidConfiguration;
+    const int64_t rows = (int64_t)problem_streams(p) * p->heads;
+    const int wpr = P->nslots >= MERGE_WIDE_SLOTS ? 4 : 1;
+    const int64_t ctas = (rows * wpr + 3) / 4;
+    if (ctas > INT_MAX || p->head_dim > MERGE_MAX_D) return cudaErrorInvalidConfiguration;
     switch (p->dtype) {
     case DTYPE_FP16:
         attn_merge_kernel<__half><<<(unsigned)ctas, 128, 0, stream>>>(P->ws_acc, P->ws_ml, (__half *)P->out,
-                                                                      rows, P->nslots, p->head_dim);
+                                                                      rows, P->nslots, p->head_dim, wpr);
         break;
     case DTYPE_BF16:
         attn_merge_kernel<__nv_bfloat16><<<(unsigned)ctas, 128, 0, stream>>>(
-            P->ws_acc, P->ws_ml, (__nv_bfloat16 *)P->out, rows, P->nslots, p->head_dim);
+            P->ws_acc, P->ws_ml, (__nv_bfloat16 *)P->out, rows, P->nslots, p->head_dim, wpr);
         break;
     default:
         attn_merge_kernel<float><<<(unsigned)ctas, 128, 0, stream>>>(P->ws_acc, P->ws_ml, (float *)P->out, rows,
-                                                                     P->nslots, p->head_dim);
+                                                                     P->nslots, p->head_dim, wpr);
         break;
     }
     return cudaGetLastError();
