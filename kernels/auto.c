@@ -8,12 +8,11 @@
  *                quarter of the smaller, which its pipeline does not hide (MQA-like
  *                groups, where the two are alike: at W = 16, 16k the max alone
  *                predicted 43.8 us for a step of 57.0);
- *   bifurcated:  a larger fixed cost (a context launch, a decode launch, a merge
- *                launch with the wgmma context body; with the mma.sync body, where
- *                W*p is too small for wgmma, the decode part's last CTAs merge and
- *                the fixed cost is smaller), then its memory time (the context once
- *                per request) plus its tensor-core time, which it does not overlap
- *                as well.
+ *   bifurcated:  a larger fixed cost (a context launch, a decode launch, and a merge
+ *                launch with the wgmma context body or, with the mma.sync body, where
+ *                W*p is too small for wgmma, a merge by the decode part's last CTAs),
+ *                then its memory time (the context once per request) plus its
+ *                tensor-core time, which it does not overlap as well.
  * The constants were fitted on the sweeps in results/h200/ (bifurcated.csv and
  * bifurcated-paged.csv, checked against peaks 2% lower and higher than measured:
  * the wgmma context body reaches about half the measured GEMM rate end to end, the
@@ -23,7 +22,11 @@
  * g = 8, W = 2, 8k row ran `fused` 7.2% slower than `bifurcated`; at 16 us the
  * H200's ran `bifurcated` 8% slower than `fused`). FUSED_UNOVERLAPPED: without it, on
  * an H200 measuring 854 TFLOP/s at 7ea16da the MQA row W = 16, 16k predicted 43.8 us
- * for fused and 43.9 for bifurcated and ran fused, 22.8% slower (57.0 against 46.4). Bifurcation wins once
+ * for fused and 43.9 for bifurcated and ran fused, 22.8% slower (57.0 against 46.4).
+ * BIFURCATED_FIXED_US is the middle of the range (16-18 us) that picks within 5% on
+ * every row of the H200's sweep at 0ba2613, where the merge launch of many partials
+ * became a fraction of what it was (28 us before; at that fixed cost MQA at W = 8, 16k
+ * ran fused, 18.3% slower). Bifurcation wins once
  * the context traffic it saves, (W - 1) * B * m_c rows of K/V, outweighs its fixed
  * cost; with W = 1 it saves nothing and is never picked. */
 #include <stddef.h>
