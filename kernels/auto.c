@@ -7,7 +7,10 @@
  *                and from L2 for the other streams) and its tensor-core time, plus a
  *                quarter of the smaller, which its pipeline does not hide (MQA-like
  *                groups, where the two are alike: at W = 16, 16k the max alone
- *                predicted 43.8 us for a step of 57.0);
+ *                predicted 43.8 us for a step of 57.0), plus the merge launch's time
+ *                per partial where its split grid is merged by one (MQA-like groups
+ *                on a small grid: 103 splits of W = 1-2 at 32k took about 10 us
+ *                beyond the rest);
  *   bifurcated:  a larger fixed cost (a context launch, a decode launch, and a merge
  *                launch with the wgmma context body or, with the mma.sync body, where
  *                W*p is too small for wgmma, a merge by the decode part's last CTAs),
@@ -26,7 +29,10 @@
  * BIFURCATED_FIXED_US is the middle of the range (16-18 us) that picks within 5% on
  * every row of the H200's sweep at 0ba2613, where the merge launch of many partials
  * became a fraction of what it was (28 us before; at that fixed cost MQA at W = 8, 16k
- * ran fused, 18.3% slower). Bifurcation wins once
+ * ran fused, 18.3% slower). FUSED_MERGE_SLOT_US is near the low end of the range
+ * (0.055-0.09 us) that picks within 5% on both GPUs' sweeps at 5bd0b88, contiguous and
+ * paged, where the 4.9% of the paged MQA row W = 4, 16k at 0.07 and more is least
+ * (without it the H100's MQA row W = 2, 32k ran fused, 11.5% slower). Bifurcation wins once
  * the context traffic it saves, (W - 1) * B * m_c rows of K/V, outweighs its fixed
  * cost; with W = 1 it saves nothing and is never picked. */
 #include <stddef.h>
@@ -64,7 +70,8 @@ double auto_predict_fused_us(const problem_t *p, const attn_plan_t *plan, const 
         double reread = io_kv_bytes_replicated(p) / (FUSED_PAGED_REREAD_SPEEDUP * read_gbps(dev) * 1e3);
         if (reread > tb) tb = reread;
     }
-    return FUSED_FIXED_US + (tb > tf ? tb + FUSED_UNOVERLAPPED * tf : tf + FUSED_UNOVERLAPPED * tb);
+    return FUSED_FIXED_US + (tb > tf ? tb + FUSED_UNOVERLAPPED * tf : tf + FUSED_UNOVERLAPPED * tb) +
+           FUSED_MERGE_SLOT_US * fused_plan_merge_slots(p, plan);
 }
 
 double auto_predict_bifurcated_us(const problem_t *p, const attn_plan_t *plan,

@@ -234,6 +234,13 @@ static int fused_ring(const attn_plan_t *plan)
 
 extern "C" int fused_plan_deep_ring(const attn_plan_t *plan) { return fused_ring(plan) == ATTN_RING_DEEP; }
 
+/* The partials of a split plan that the merge launch folds (0: no split, or the tail merge does). */
+extern "C" int fused_plan_merge_slots(const problem_t *p, const attn_plan_t *plan)
+{
+    const int splits = fused_split(plan, p).splits;
+    return splits > 1 && !attn_tail_merge_fits(p, splits) ? splits : 0;
+}
+
 /* Split partials, then one completion counter per (stream, kv head, row group). */
 static size_t fused_counters_offset(const problem_t *p, const attn_plan_t *plan)
 {

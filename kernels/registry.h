@@ -85,6 +85,9 @@ struct attn_kernel {
 /* Whether a plan of `fused` runs the deep K/V ring (kernels/attn_core.cuh): grids of
  * at most one CTA per SM. For the tests. */
 int fused_plan_deep_ring(const attn_plan_t *plan);
+/* The partials per row that a plan of `fused` merges in a separate launch (0 where it
+ * does not split or its last CTAs merge): a cost of auto's model (kernels/auto.c). */
+int fused_plan_merge_slots(const problem_t *p, const attn_plan_t *plan);
 
 /* NULL-terminated, in order of sophistication. */
 extern const attn_kernel_t *const attn_kernels[];

@@ -179,6 +179,27 @@ static void test_few_streams_of_mqa_stay_fused(void **state)
     assert_string_equal(picks(shape(2, 1, 16384)), "fused");
 }
 
+/* A split grid of MQA-like groups merges in a launch of its own, a cost per partial;
+ * groups of a few heads merge in their last CTAs. At W = 2, 32k MQA bifurcates (H100
+ * at 5bd0b88: 35.6 us fused, 103 splits; 31.9 bifurcated). */
+static void test_merge_launch_counts_for_fused(void **state)
+{
+    (void)state;
+    device_info_t dev = h100();
+    attn_plan_t f;
+    problem_t p = shape(2, 1, 32768);
+    memset(&f, 0, sizeof f);
+    attn_kernel_find("fused")->plan(&p, &dev, &f);
+    assert_true(f.split.splits > 8);
+    assert_int_equal(fused_plan_merge_slots(&p, &f), f.split.splits);
+    assert_string_equal(picks(p), "bifurcated");
+    problem_t q = shape(2, 32, 8192);
+    memset(&f, 0, sizeof f);
+    attn_kernel_find("fused")->plan(&q, &dev, &f);
+    assert_true(f.split.splits > 1);
+    assert_int_equal(fused_plan_merge_slots(&q, &f), 0);
+}
+
 /* From W = 16 at 16k MQA bifurcates: fused's memory and tensor-core times are alike
  * there and it hides only part of the smaller (H200 at 0ba2613: 48.8 us fused, 30.3
  * bifurcated). */
@@ -262,6 +283,7 @@ int main(void)
         cmocka_unit_test(test_short_context_long_decode_is_fused),
         cmocka_unit_test(test_few_streams_of_mqa_stay_fused),
         cmocka_unit_test(test_sixteen_streams_of_mqa_at_16k_bifurcate),
+        cmocka_unit_test(test_merge_launch_counts_for_fused),
         cmocka_unit_test(test_two_streams_of_gqa_at_8k_bifurcate_on_the_h100),
         cmocka_unit_test(test_paged_shared_prefix_is_bifurcated),
         cmocka_unit_test(test_wgmma_context_body_from_64_rows_or_32_on_a_large_context),
