@@ -200,9 +200,9 @@ static void test_merge_launch_counts_for_fused(void **state)
     assert_int_equal(fused_plan_merge_slots(&q, &f), 0);
 }
 
-/* From W = 16 at 16k MQA bifurcates: fused's memory and tensor-core times are alike
- * there and it hides only part of the smaller (H200 at 0ba2613: 48.8 us fused, 30.3
- * bifurcated). */
+/* At W = 16, 16k MQA bifurcates: fused's memory and tensor-core times are alike there
+ * and it hides only part of the smaller (H200 at 0ba2613: 48.8 us fused, 30.3
+ * bifurcated; at 7ea16da, before FUSED_UNOVERLAPPED, the model had tied the two). */
 static void test_sixteen_streams_of_mqa_at_16k_bifurcate(void **state)
 {
     (void)state;
@@ -211,7 +211,7 @@ static void test_sixteen_streams_of_mqa_at_16k_bifurcate(void **state)
 
 /* The mma.sync body's fixed cost puts the crossing of the two kernels for GQA at 8k
  * between W = 1 and W = 2 on the H100: there W = 2 took 29.9 us as `bifurcated` and
- * 32.2 us as `fused` (results/h100/bifurcated.csv). */
+ * 32.2 us as `fused` at 54b0dd8. */
 static void test_two_streams_of_gqa_at_8k_bifurcate_on_the_h100(void **state)
 {
     (void)state;
