@@ -808,6 +808,13 @@ __global__ void __launch_bounds__(ATTN_THREADS, ATTN_CC_MINB) attn_cc_kernel(con
  * single row tile, MQA at W = 4, 32k) was a chain of one warp's loads over its 66 KB
  * of partials. d is a multiple of 8, at most 256. */
 #define MERGE_MAX_D 256
+__device__ __forceinline__ void axpy4(float4 &a, float w, const float4 &v)
+{
+    a.x += w * v.x;
+    a.y += w * v.y;
+    a.z += w * v.z;
+    a.w += w * v.w;
+}
 template <typename T>
 __global__ void __launch_bounds__(128) attn_merge_kernel(const float *ws_acc, const float2 *ws_ml, T *out,
                                                          int64_t rows, int nslots, int d, int wpr)
@@ -845,13 +852,7 @@ __global__ void __launch_bounds__(128) attn_merge_kernel(const float *ws_acc, co
 #pragma unroll
             for (int i = 0; i < VPL; ++i) {
                 const int x = 4 * lane + 128 * i;
-                if (x < d) {
-                    const float4 v = __ldcg(reinterpret_cast<const float4 *>(part + x));
-                    acc[i].x += w * v.x;
-                    acc[i].y += w * v.y;
-                    acc[i].z += w * v.z;
-                    acc[i].w += w * v.w;
-                }
+                if (x < d) axpy4(acc[i], w, __ldcg(reinterpret_cast<const float4 *>(part + x)));
             }
         }
     }
@@ -867,13 +868,7 @@ __global__ void __launch_bounds__(128) attn_merge_kernel(const float *ws_acc, co
 #pragma unroll
                 for (int i = 0; i < VPL; ++i) {
                     const int x = 4 * lane + 128 * i;
-                    if (x < d) {
-                        const float4 v = *reinterpret_cast<const float4 *>(&part_acc[warp + j][x]);
-                        acc[i].x += v.x;
-                        acc[i].y += v.y;
-                        acc[i].z += v.z;
-                        acc[i].w += v.w;
-                    }
+                    if (x < d) axpy4(acc[i], 1.f, *reinterpret_cast<const float4 *>(&part_acc[warp + j][x]));
                 }
         }
     }

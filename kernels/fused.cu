@@ -297,13 +297,13 @@ static cudaError_t fused_launch(attn_args_t *a, cudaStream_t stream)
     P.key_begin = 0;
     P.key_end = problem_keys(p);
     P.slot_base = 0;
-    if (split.splits > 1 && attn_tail_merge_fits(p, split.splits)) {
+    /* the same choice auto's model counts (fused_plan_merge_slots) */
+    const bool merge_launch = fused_plan_merge_slots(p, &a->plan) > 0;
+    if (split.splits > 1 && !merge_launch)
         P.counters = reinterpret_cast<unsigned int *>(static_cast<char *>(a->workspace) +
                                                       fused_counters_offset(p, &a->plan));
-        return attn_launch_keysplit(p, addr, &P, stream, fused_ring(&a->plan));
-    }
     cudaError_t e = attn_launch_keysplit(p, addr, &P, stream, fused_ring(&a->plan));
-    if (e == cudaSuccess && split.splits > 1) e = attn_launch_merge(p, &P, stream);
+    if (e == cudaSuccess && merge_launch) e = attn_launch_merge(p, &P, stream);
     return e;
 }
 
