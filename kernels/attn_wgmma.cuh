@@ -208,6 +208,21 @@ __device__ __forceinline__ void wg_mma_rs(float (&d)[64], const uint32_t (&a)[4]
 #undef WG_RS
 #endif
 
+/* r[0] op ... op r[N-1] as a pairwise tree (N a power of two): log2(N) dependent steps
+ * instead of N - 1. */
+template <int N, typename Op>
+__device__ __forceinline__ float wg_tree(float (&r)[N], Op op)
+{
+    if constexpr (N == 1) {
+        return r[0];
+    } else {
+        float h[N / 2];
+#pragma unroll
+        for (int n = 0; n < N / 2; ++n) h[n] = op(r[n], r[n + N / 2]);
+        return wg_tree<N / 2>(h, op);
+    }
+}
+
 /* ctx_map: the context K/V as a [B*2*g, m_c, d] tensor for the TMA (ADDR_CTX only),
  * in boxes of 64 x KT.
  *
@@ -372,25 +387,26 @@ __global__ void __launch_bounds__(WG_THREADS, 1)
         }
 #pragma unroll
         for (int h = 0; h < 2; ++h) {
-            float mx = -INFINITY;
+            /* pairwise trees, not chains: with two warps per scheduler the softmax's
+             * dependent latencies are what the next GEMM issue waits on */
+            float red[KT / 8];
 #pragma unroll
-            for (int n = 0; n < KT / 8; ++n) mx = fmaxf(mx, fmaxf(pr[4 * n + 2 * h], pr[4 * n + 2 * h + 1]));
+            for (int n = 0; n < KT / 8; ++n) red[n] = fmaxf(pr[4 * n + 2 * h], pr[4 * n + 2 * h + 1]);
+            float mx = wg_tree<KT / 8>(red, [](float a, float b) { return fmaxf(a, b); });
             mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));
             mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));
             float m_new = fmaxf(m[h], mx * P.scale_log2);
             float m_use = m_new == -INFINITY ? 0.f : m_new;
             alpha[h] = fast_exp2(m[h] - m_use);
             m[h] = m_new;
-            float sum = 0.f;
 #pragma unroll
             for (int n = 0; n < KT / 8; ++n)
 #pragma unroll
-                for (int e = 0; e < 2; ++e) {
-                    float p = fast_exp2(fmaf(pr[4 * n + 2 * h + e], P.scale_log2, -m_use));
-                    pr[4 * n + 2 * h + e] = p;
-                    sum += p;
-                }
-            l[h] = l[h] * alpha[h] + sum;
+                for (int e = 0; e < 2; ++e)
+                    pr[4 * n + 2 * h + e] = fast_exp2(fmaf(pr[4 * n + 2 * h + e], P.scale_log2, -m_use));
+#pragma unroll
+            for (int n = 0; n < KT / 8; ++n) red[n] = pr[4 * n + 2 * h] + pr[4 * n + 2 * h + 1];
+            l[h] = l[h] * alpha[h] + wg_tree<KT / 8>(red, [](float a, float b) { return a + b; });
         }
 #pragma unroll
         for (int ks = 0; ks < KS; ++ks) {
