@@ -102,8 +102,8 @@ static void gpu_process(int fd, command_t cmd, const options_t *o, const job_t *
     if (runner_open(&runner, &timing, verify, cmd != CMD_VERIFY, seed) != 0) _exit(1);
     if (start == 0) {
         if (cmd != CMD_VERIFY)
-            printf("# %s: read %.0f GB/s, fp16 tensor cores %.0f TFLOP/s (measured)\n",
-                   runner.dev.name, runner.dev.peak_read_gbps, runner.dev.peak_tc_tflops);
+            printf("# %s: read %.0f GB/s (from L2 %.0f), fp16 tensor cores %.0f TFLOP/s (measured)\n",
+                   runner.dev.name, runner.dev.peak_read_gbps, runner.dev.peak_l2_gbps, runner.dev.peak_tc_tflops);
         runner_print_header(stdout);
     }
     fflush(stdout);

@@ -14,7 +14,7 @@ static const char top_text[] =
     "\n"
     "commands:\n"
     "  list      kernels and what each supports\n"
-    "  peak      measured read/copy bandwidth and tensor-core rate of this GPU\n"
+    "  peak      measured read/copy bandwidth, L2 read rate and tensor-core rate of this GPU\n"
     "  run       one configuration with one kernel: one row\n"
     "  sweep     a grid or suite of configurations with several kernels, into a CSV\n"
     "  verify    every kernel against the CPU reference; exit 1 on a mismatch\n"
@@ -76,9 +76,10 @@ static const char list_text[] =
 static const char peak_text[] =
     "usage: attnbench peak\n"
     "\n"
-    "Measures what this GPU can do: device-memory read and copy bandwidth and the fp16\n"
-    "tensor-core GEMM rate. run and sweep measure the same at start and report each\n"
-    "row's pct_peak_bw and roofline_us against it.\n";
+    "Measures what this GPU can do: device-memory read and copy bandwidth, the read rate\n"
+    "of data L2 holds, and the fp16 tensor-core GEMM rate. run and sweep measure the same\n"
+    "at start and report each row's pct_peak_bw and roofline_us against it; auto's cost\n"
+    "model takes its rates from them.\n";
 
 static const char run_text[] =
     "usage: attnbench run [problem options] --kernel K [--verify] [--profile]\n"

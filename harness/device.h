@@ -13,7 +13,7 @@ extern "C" {
 
 /* Fills *dev for the current device: name, short key gpu, SM count, shared-memory
  * limits (opt-in per block, per SM), L2 size, free/total memory. The measured
- * peaks (peak_read_gbps, peak_tc_tflops) are set to 0: peak_measure finds them.
+ * peaks (peak_read_gbps, peak_tc_tflops, peak_l2_gbps) are set to 0: peak_measure finds them.
  * On error *dev holds zeros and the error is returned. */
 cudaError_t device_query(device_info_t *dev);
 

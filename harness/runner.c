@@ -43,6 +43,7 @@ int runner_open(runner_t *r, const timing_opts_t *timing, bool verify, bool time
         nvtx_pop();
         r->dev.peak_read_gbps = peak.read_gbps;
         r->dev.peak_tc_tflops = peak.tc_tflops;
+        r->dev.peak_l2_gbps = peak.l2_read_gbps;
     }
     if (e == cudaSuccess) e = timer_new(&r->timer, &r->dev);
     if (e != cudaSuccess) {

@@ -3,8 +3,10 @@
  * The model predicts each candidate's time from the bytes and FLOPs its own io()
  * reports, against the peaks `peak` measured on this GPU:
  *   fused:       a fixed cost, then the larger of its memory time (every stream reads
- *                its whole L; on a paged cache the shared blocks come from DRAM once
- *                and from L2 for the other streams) and its tensor-core time, plus a
+ *                its whole L; on a paged cache the shared blocks come from DRAM once,
+ *                and every stream's read of them from L2 at the L2 read rate `peak`
+ *                measures: H100 and H200 about 7 TB/s, against 6.4-7.5 TB/s of
+ *                re-reads measured with fused at W >= 4) and its tensor-core time, plus a
  *                quarter of the smaller, which its pipeline does not hide (MQA-like
  *                groups, where the two are alike: at W = 16, 16k the max alone
  *                predicted 43.8 us for a step of 57.0), plus the merge launch's time
@@ -42,11 +44,16 @@ extern const attn_kernel_t kernel_fused;
 extern const attn_kernel_t kernel_bifurcated;
 
 #define DEFAULT_READ_GBPS 3000.0
+#define DEFAULT_L2_GBPS 7000.0
 #define DEFAULT_TC_TFLOPS 800.0
 
 static double read_gbps(const device_info_t *dev)
 {
     return dev->peak_read_gbps > 0 ? dev->peak_read_gbps : DEFAULT_READ_GBPS;
+}
+static double l2_gbps(const device_info_t *dev)
+{
+    return dev->peak_l2_gbps > 0 ? dev->peak_l2_gbps : DEFAULT_L2_GBPS;
 }
 
 static void model_terms(const attn_kernel_t *k, const problem_t *p, const attn_plan_t *plan,
@@ -65,9 +72,9 @@ double auto_predict_fused_us(const problem_t *p, const attn_plan_t *plan, const 
     double tb, tf;
     model_terms(&kernel_fused, p, plan, dev, FUSED_TC_EFFICIENCY, &tb, &tf);
     if (p->cache == CACHE_PAGED) {
-        /* DRAM sees a shared block once, but every stream still reads it, the W-1
-         * repeats from L2 at about FUSED_PAGED_REREAD_SPEEDUP times DRAM's rate */
-        double reread = io_kv_bytes_replicated(p) / (FUSED_PAGED_REREAD_SPEEDUP * read_gbps(dev) * 1e3);
+        /* DRAM sees a shared block once, but every stream still reads it: all W
+         * reads pass through L2, at the L2 read rate `peak` measures */
+        double reread = io_kv_bytes_replicated(p) / (l2_gbps(dev) * 1e3);
         if (reread > tb) tb = reread;
     }
     return FUSED_FIXED_US + (tb > tf ? tb + FUSED_UNOVERLAPPED * tf : tf + FUSED_UNOVERLAPPED * tb) +

@@ -26,6 +26,7 @@ typedef struct device_info {
     size_t free_bytes, total_bytes;
     double peak_read_gbps;   /* measured by `peak`; 0 before */
     double peak_tc_tflops;   /* measured fp16 tensor-core GEMM rate; 0 before */
+    double peak_l2_gbps;     /* measured read rate of data L2 holds; 0 before */
 } device_info_t;
 
 typedef struct attn_kernel attn_kernel_t;

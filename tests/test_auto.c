@@ -22,7 +22,18 @@ static device_info_t h100(void)
     d.l2_bytes = 50 << 20;
     d.peak_read_gbps = 3090;
     d.peak_tc_tflops = 800;
+    d.peak_l2_gbps = 7000;
     return d;
+}
+
+static const char *picks_on(problem_t p, const device_info_t *dev)
+{
+    const attn_kernel_t *k = attn_kernel_find("auto");
+    attn_plan_t plan;
+    memset(&plan, 0, sizeof plan);
+    k->plan(&p, dev, &plan);
+    assert_non_null(plan.runs);
+    return plan.runs->name;
 }
 
 static const char *picks(problem_t p)
@@ -79,6 +90,29 @@ static void test_paged_shared_prefix_is_bifurcated(void **state)
     assert_string_equal(picks(p), "bifurcated");
     p.beam = 1;
     assert_string_equal(picks(p), "fused");
+}
+
+/* On a paged cache fused's streams read the same context blocks: DRAM sees them once
+ * and L2 serves every stream's read, at about the L2 read rate `peak` measures (H100,
+ * 7.0 TB/s: fused re-read shared blocks at 6.4-7.3 TB/s from W = 4 on; H200 the same).
+ * At two streams of MHA, 16k those reads fit under fused's DRAM time (99.8 us against
+ * 98.0 for one stream) and bifurcation's fixed cost does not pay (107.0 us; H100,
+ * results/h100/bifurcated-paged.csv). Charged at 1.5 times the DRAM rate instead, as
+ * before the L2 rate was measured, they made fused look slower there (the H100 picked
+ * bifurcated, 7.3% slower). */
+static void test_paged_rereads_come_from_l2(void **state)
+{
+    (void)state;
+    device_info_t dev = h100();
+    problem_t p = paged(shape(2, 32, 16384));
+    assert_string_equal(picks_on(p, &dev), "fused");
+    dev.peak_l2_gbps = 1.5 * dev.peak_read_gbps;
+    assert_string_equal(picks_on(p, &dev), "bifurcated");
+    /* without a measured L2 rate (verify) the H100's */
+    dev.peak_l2_gbps = 0;
+    assert_string_equal(picks_on(p, &dev), "fused");
+    /* from four streams on the re-reads outweigh the fixed cost */
+    assert_string_equal(picks_on(paged(shape(8, 32, 16384)), &dev), "bifurcated");
 }
 
 /* bifurcated's plan for p on dev, and whether it puts the context part on wgmma. */
@@ -286,6 +320,7 @@ int main(void)
         cmocka_unit_test(test_merge_launch_counts_for_fused),
         cmocka_unit_test(test_two_streams_of_gqa_at_8k_bifurcate_on_the_h100),
         cmocka_unit_test(test_paged_shared_prefix_is_bifurcated),
+        cmocka_unit_test(test_paged_rereads_come_from_l2),
         cmocka_unit_test(test_wgmma_context_body_from_64_rows_or_32_on_a_large_context),
         cmocka_unit_test(test_wide_wgmma_tiles_where_the_context_part_is_large_or_the_decode_part_small),
         cmocka_unit_test(test_sm_split_where_the_mha_decode_part_outweighs_the_context_work),
