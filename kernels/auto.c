@@ -5,8 +5,9 @@
  *   fused:       a fixed cost, then the larger of its memory time (every stream reads
  *                its whole L; on a paged cache the shared blocks come from DRAM once,
  *                and every stream's read of them from L2 at the L2 read rate `peak`
- *                measures: H100 and H200 about 7 TB/s, against 6.4-7.5 TB/s of
- *                re-reads measured with fused at W >= 4) and its tensor-core time, plus a
+ *                measures: about 7.0 TB/s on the H100, 7.6-8.1 on the H200, against
+ *                6.4-7.5 TB/s of re-reads measured with fused at W >= 4) and its
+ *                tensor-core time, plus a
  *                quarter of the smaller, which its pipeline does not hide (MQA-like
  *                groups, where the two are alike: at W = 16, 16k the max alone
  *                predicted 43.8 us for a step of 57.0), plus the merge launch's time
