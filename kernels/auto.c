@@ -7,13 +7,12 @@
  *                and every stream's read of them from L2 at the L2 read rate `peak`
  *                measures: about 7.0 TB/s on the H100, 7.6-8.1 on the H200, against
  *                6.4-7.5 TB/s of re-reads measured with fused at W >= 4) and its
- *                tensor-core time, plus a
- *                quarter of the smaller, which its pipeline does not hide (MQA-like
- *                groups, where the two are alike: at W = 16, 16k the max alone
- *                predicted 43.8 us for a step of 57.0), plus the merge launch's time
- *                per partial where its split grid is merged by one (MQA-like groups
- *                on a small grid: 103 splits of W = 1-2 at 32k took about 10 us
- *                beyond the rest);
+ *                tensor-core time, plus a quarter of the smaller, which its pipeline
+ *                does not hide (MQA-like groups, where the two are alike: at W = 16,
+ *                16k the max alone predicted 43.8 us for a step of 57.0), plus the
+ *                merge launch's time per partial where its split grid is merged by
+ *                one (MQA-like groups on a small grid: 103 splits of W = 1-2 at 32k
+ *                took about 10 us beyond the rest);
  *   bifurcated:  a larger fixed cost (a context launch, a decode launch, and a merge
  *                launch with the wgmma context body or, with the mma.sync body, where
  *                W*p is too small for wgmma, a merge by the decode part's last CTAs),

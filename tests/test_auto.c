@@ -39,12 +39,7 @@ static const char *picks_on(problem_t p, const device_info_t *dev)
 static const char *picks(problem_t p)
 {
     device_info_t dev = h100();
-    const attn_kernel_t *k = attn_kernel_find("auto");
-    attn_plan_t plan;
-    memset(&plan, 0, sizeof plan);
-    k->plan(&p, &dev, &plan);
-    assert_non_null(plan.runs);
-    return plan.runs->name;
+    return picks_on(p, &dev);
 }
 
 static problem_t shape(int beam, int kv_heads, int ctx)
