@@ -314,6 +314,7 @@ void runner_row(runner_t *r, const problem_t *p, const attn_kernel_t *k, result_
         a.kv = b.kv[0];
     }
     a.block_table = b.block_table;
+    a.num_blocks = b.map.num_blocks;
     a.indirection = b.indirection;
     a.workspace = b.workspace;
     if (e == cudaSuccess && run->setup) {

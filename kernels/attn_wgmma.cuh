@@ -7,15 +7,18 @@
  *
  * CTA: two warpgroups (256 threads), 64 query rows each, 128 rows per CTA; both
  * share every K/V tile. Keys stream through a 3-stage ring of K and V tiles:
- *  - contiguous context: the TMA copies each tile (one thread issues four box
- *    loads) and a transaction barrier per stage says when it has landed; the last
- *    warp done with a tile refills its stage, so the warpgroups never wait on each
- *    other. Tiles are 64 keys (a 96 KiB ring that leaves room on the SM for a lean
- *    decode CTA) or 128 keys (192 KiB, the whole SM, half the per-tile costs) where
- *    the decode part is small or the context part's tensor work large
- *    (bif_wide_fits in bifurcated.cu);
- *  - paged context: 64-key tiles copied with 16-byte cp.async, the next tile's
- *    row offsets fetched a tile ahead, and a CTA-wide barrier per tile.
+ *  - contiguous context, and paged blocks of 64 keys or more: the TMA copies each
+ *    tile (one thread issues four box loads, on a paged cache four per block the
+ *    tile spans, after looking the blocks up) and a transaction barrier per stage
+ *    says when it has landed; the last warp done with a tile refills its stage, so
+ *    the warpgroups never wait on each other. Tiles are 64 keys (a 96 KiB ring that
+ *    leaves room on the SM for a lean decode CTA) or 128 keys (192 KiB, the whole
+ *    SM, half the per-tile costs) where the decode part is small or the context
+ *    part's tensor work large (bif_wide_fits in bifurcated.cu);
+ *  - paged blocks of fewer than 64 keys: 64-key tiles copied with 16-byte cp.async,
+ *    the next tile's row offsets fetched a tile ahead, and a CTA-wide barrier per
+ *    tile. (A box per 16-key block, 32 per wide tile, made the TMA path 16-21%
+ *    slower than this one on the H100's GQA and MHA rows at W = 512, 16k.)
  * Within a warpgroup the two GEMMs are software-pipelined as in FlashAttention-3:
  * S_{t+1} = Q K_{t+1} and O += P_t V_t are issued together; the softmax of S_{t+1}
  * runs while P_t V_t is still on the tensor cores, and O is rescaled once it lands
@@ -44,7 +47,7 @@
 #define WG_STAGES 3          /* tile t+1 resident while t is consumed, one more in flight */
 #define WG_KT ATTN_KEY_TILE  /* 64 keys per tile */
 
-#define WG_KT_WIDE 128      /* the wide tiles: contiguous context only, one CTA per SM */
+#define WG_KT_WIDE 128      /* the wide tiles: TMA path only, one CTA per SM */
 
 /* KT: keys per tile. 64 (96 KiB ring) leaves room on the SM for a lean decode CTA;
  * 128 (192 KiB ring) halves the per-tile costs (barrier waits, row reductions, the
@@ -118,10 +121,10 @@ template <int N> __device__ __forceinline__ void wg_hold(float (&r)[N])
 /* cp.async writes shared memory through the generic proxy; wgmma reads it through the async one. */
 __device__ __forceinline__ void fence_proxy_async() { asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory"); }
 
-/* Transaction barriers and the tensor-memory accelerator (TMA), for the contiguous
- * context: one thread copies a whole tile with four box loads (64 columns by KT keys) that
- * land in the 128-byte swizzle wgmma reads, and the barrier's phase flips once all
- * their bytes have arrived. */
+/* Transaction barriers and the tensor-memory accelerator (TMA): one thread copies a
+ * whole tile with box loads (64 columns by KT keys, or by a block's keys) that land in
+ * the 128-byte swizzle wgmma reads, and the barrier's phase flips once all their bytes
+ * have arrived. */
 __device__ __forceinline__ void mbar_init(uint32_t bar, int count)
 {
     asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;\n" ::"r"(bar), "r"(count) : "memory");
@@ -223,25 +226,27 @@ __device__ __forceinline__ float wg_tree(float (&r)[N], Op op)
     }
 }
 
-/* ctx_map: the context K/V as a [B*2*g, m_c, d] tensor for the TMA (ADDR_CTX only),
- * in boxes of 64 x KT.
+/* TMA: tiles copied by the TMA through ctx_map, the context K/V as a 3-D tensor of
+ * [d]-element rows in boxes 64 columns wide: ADDR_CTX, K_c/V_c [B*2*g, m_c, d] in boxes
+ * of KT rows; ADDR_PAGED, the pool [blocks*2*g, S, d] in boxes of min(S, KT) rows
+ * (S >= 64; bifurcated.cu: bif_encode_ctx_map). Else (ADDR_PAGED) cp.async.
  *
  * PERSIST: the CTA takes the work items blockIdx.x, blockIdx.x + gridDim.x, ... in
  * turn, in a persistent grid that holds only some of the SMs while the decode part
  * streams on the others (bifurcated.cu: bif_ctx_sms); else a grid of one CTA per
  * item. The TMA barriers are initialised once; their phases run on across items
  * (tile_base counts the tiles of the CTA's earlier items). */
-template <typename T, int ADDR, int KT = WG_KT, bool PERSIST = false>
+template <typename T, int ADDR, bool TMA, int KT = WG_KT, bool PERSIST = false>
 __global__ void __launch_bounds__(WG_THREADS, 1)
     attn_wgmma_ctx_kernel(const attn_params_t P, const __grid_constant__ CUtensorMap ctx_map)
 {
 #ifdef WG_ENABLED
     typedef wg_shape_t<KT> S;
-    static_assert(KT == WG_KT || ADDR == ADDR_CTX, "wide tiles are for the TMA path");
-    /* The contiguous context is one dense [m_c, d] matrix per (request, head): the TMA
-     * copies its tiles and per-stage barriers replace the CTA-wide barrier of the
+    /* The TMA copies whole tiles (of one dense [m_c, d] matrix per request and head,
+     * or of a few blocks) and per-stage barriers replace the CTA-wide barrier of the
      * cp.async ring, so the two warpgroups need not move in lockstep. */
-    constexpr bool TMA = ADDR == ADDR_CTX;
+    static_assert(KT == WG_KT || TMA, "wide tiles are for the TMA path");
+    static_assert(TMA || ADDR == ADDR_PAGED, "the contiguous context is copied by the TMA");
     extern __shared__ __align__(128) unsigned char smem_raw[];
     const uint32_t raw = smem_addr(smem_raw);
     unsigned char *base = smem_raw + ((S::ALIGN - (raw & (S::ALIGN - 1))) & (S::ALIGN - 1));
@@ -295,12 +300,38 @@ __global__ void __launch_bounds__(WG_THREADS, 1)
         const uint32_t bar = bar_of(j);
         const uint32_t ks = stage_k(j), vs = ks + S::TILE;
         const int key = c.k_lo + j * KT;
-        const int mk = c.unit * 2 * P.kv_heads + c.head, mv = mk + P.kv_heads;
         mbar_expect_tx(bar, 2 * S::TILE);
-        tma_load_3d(ks, &ctx_map, 0, key, mk, bar);
-        tma_load_3d(ks + S::HALF_TILE, &ctx_map, 64, key, mk, bar);
-        tma_load_3d(vs, &ctx_map, 0, key, mv, bar);
-        tma_load_3d(vs + S::HALF_TILE, &ctx_map, 64, key, mv, bar);
+        if constexpr (ADDR == ADDR_CTX) {
+            const int mk = c.unit * 2 * P.kv_heads + c.head, mv = mk + P.kv_heads;
+            tma_load_3d(ks, &ctx_map, 0, key, mk, bar);
+            tma_load_3d(ks + S::HALF_TILE, &ctx_map, 64, key, mk, bar);
+            tma_load_3d(vs, &ctx_map, 0, key, mv, bar);
+            tma_load_3d(vs + S::HALF_TILE, &ctx_map, 64, key, mv, bar);
+        } else {
+            /* A box per block the tile spans (S >= 64: one or two), their ids looked
+             * up together. A box past the context part's keys (whole blocks) copies
+             * the tile's first block again: finite values, which the softmax masks. */
+            constexpr int MAX_BOXES = KT / 64;
+            const int box_keys = min(KT, P.geom.block_size), boxes = KT / box_keys;
+            const int32_t *table = P.table + (int64_t)c.unit * P.addr_stream_mult * P.geom.max_blocks_per_seq;
+            int row[MAX_BOXES], mk[MAX_BOXES];
+#pragma unroll
+            for (int b = 0; b < MAX_BOXES; ++b) {
+                const int pos = b < boxes && key + b * box_keys < c.k_hi ? key + b * box_keys : key;
+                row[b] = pos & (P.geom.block_size - 1);
+                mk[b] = __ldg(table + (pos >> P.geom.block_shift)) * 2 * P.kv_heads + c.head;
+            }
+#pragma unroll
+            for (int b = 0; b < MAX_BOXES; ++b) {
+                if (b >= boxes) break;
+                const uint32_t dst = b * box_keys * 128;
+                const int mv = mk[b] + P.kv_heads;
+                tma_load_3d(ks + dst, &ctx_map, 0, row[b], mk[b], bar);
+                tma_load_3d(ks + S::HALF_TILE + dst, &ctx_map, 64, row[b], mk[b], bar);
+                tma_load_3d(vs + dst, &ctx_map, 0, row[b], mv, bar);
+                tma_load_3d(vs + S::HALF_TILE + dst, &ctx_map, 64, row[b], mv, bar);
+            }
+        }
     };
     auto tma_wait = [&](int j) { mbar_wait(bar_of(j), (slot(j) / WG_STAGES) & 1); };
     /* Whether warpgroup w has query rows in this CTA's row tile. */

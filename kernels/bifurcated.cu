@@ -108,6 +108,15 @@ static bool bif_wgmma(const attn_plan_t *plan) { return plan && (plan->variant &
 static bool bif_split(const attn_plan_t *plan) { return plan && plan->ctx_sms > 0; }
 static bool bif_wide(const attn_plan_t *plan) { return plan && (plan->variant & BIF_WIDE); }
 
+/* Whether the wgmma body's tiles come through the TMA: on a contiguous cache, and on
+ * a paged one with blocks of at least 64 keys (a box or two per tile). Smaller blocks
+ * take the cp.async ring (attn_wgmma.cuh says why). */
+#define BIF_TMA_MIN_BLOCK 64
+static bool bif_tma(const problem_t *p)
+{
+    return p->cache == CACHE_CONTIGUOUS || p->block_size >= BIF_TMA_MIN_BLOCK;
+}
+
 /* Wide (128-key) tiles take the whole SM, so the decode part no longer runs beside
  * the context part but on the SMs the context grid leaves and frees. They pay off
  * where the decode part is small next to the context part's tensor-core time, and
@@ -121,7 +130,7 @@ static bool bif_wide(const attn_plan_t *plan) { return plan && (plan->variant & 
 #define BIF_WIDE_LARGE_CONTEXT_US 50.0
 static bool bif_wide_fits(const problem_t *p, const device_info_t *dev)
 {
-    if (p->cache != CACHE_CONTIGUOUS) return false; /* the TMA path only */
+    if (!bif_tma(p)) return false;
     const double ctx_us = bif_ctx_flop_us(p, dev);
     return bif_dec_read_us(p, dev) < BIF_WIDE_MAX_DECODE_SHARE * ctx_us || ctx_us >= BIF_WIDE_LARGE_CONTEXT_US;
 }
@@ -133,19 +142,23 @@ extern "C" int bifurcated_context_on_wgmma(const attn_plan_t *plan)
 
 typedef void (*wgmma_ctx_fn)(const attn_params_t, const CUtensorMap);
 
-/* persist: the persistent grid of an SM split (contiguous cache only) */
+/* persist: the persistent grid of an SM split (contiguous cache only, bif_ctx_sms) */
 template <typename T>
-static wgmma_ctx_fn wgmma_fn_t(int addr, bool wide, bool persist)
+static wgmma_ctx_fn wgmma_fn_t(int addr, bool tma, bool wide, bool persist)
 {
-    if (addr == ADDR_PAGED) return attn_wgmma_ctx_kernel<T, ADDR_PAGED>;
+    if (addr == ADDR_PAGED && !tma) return attn_wgmma_ctx_kernel<T, ADDR_PAGED, false>;
+    if (addr == ADDR_PAGED)
+        return wide ? attn_wgmma_ctx_kernel<T, ADDR_PAGED, true, WG_KT_WIDE> : attn_wgmma_ctx_kernel<T, ADDR_PAGED, true>;
     if (persist)
-        return wide ? attn_wgmma_ctx_kernel<T, ADDR_CTX, WG_KT_WIDE, true> : attn_wgmma_ctx_kernel<T, ADDR_CTX, WG_KT, true>;
-    return wide ? attn_wgmma_ctx_kernel<T, ADDR_CTX, WG_KT_WIDE> : attn_wgmma_ctx_kernel<T, ADDR_CTX>;
+        return wide ? attn_wgmma_ctx_kernel<T, ADDR_CTX, true, WG_KT_WIDE, true>
+                    : attn_wgmma_ctx_kernel<T, ADDR_CTX, true, WG_KT, true>;
+    return wide ? attn_wgmma_ctx_kernel<T, ADDR_CTX, true, WG_KT_WIDE> : attn_wgmma_ctx_kernel<T, ADDR_CTX, true>;
 }
 static wgmma_ctx_fn wgmma_pick(const problem_t *p, int addr, bool wide, bool persist)
 {
-    return p->dtype == DTYPE_FP16 ? wgmma_fn_t<__half>(addr, wide, persist)
-                                  : wgmma_fn_t<__nv_bfloat16>(addr, wide, persist);
+    const bool tma = bif_tma(p);
+    return p->dtype == DTYPE_FP16 ? wgmma_fn_t<__half>(addr, tma, wide, persist)
+                                  : wgmma_fn_t<__nv_bfloat16>(addr, tma, wide, persist);
 }
 static int wgmma_smem(bool wide) { return wide ? wg_shape_t<WG_KT_WIDE>::SMEM : wg_shape::SMEM; }
 
@@ -318,20 +331,27 @@ static int bif_dec_addr(const problem_t *p) { return p->cache == CACHE_PAGED ? A
  * decode CTA use different units. Fork and join are events, so the step stays one
  * capturable sequence on the caller's stream. */
 typedef struct bif_state {
-    CUtensorMap ctx_map; /* the wgmma body's TMA view of K_c/V_c (contiguous cache) */
+    CUtensorMap ctx_map; /* the wgmma body's TMA view of K_c/V_c or the paged pool */
     cudaStream_t side;
     cudaEvent_t fork, started, join; /* started: every CTA of the context grid has begun */
 } bif_state_t;
 
-/* K_c/V_c [B, 2, g, m_c, d] as B*2*g matrices of m_c rows for the TMA: 64x64 boxes
- * (128 bytes wide, the widest the 128-byte swizzle takes), zero past m_c. */
+/* The context for the TMA, in boxes 64 elements (128 bytes, the widest the 128-byte
+ * swizzle takes) wide: contiguous, K_c/V_c [B, 2, g, m_c, d] as B*2*g matrices of m_c
+ * rows in boxes of a key tile, zero past m_c; paged (bif_tma), the pool
+ * [blocks, 2, g, S, d] as blocks*2*g matrices of S rows in boxes of a key tile or a
+ * block, the smaller. */
 static cudaError_t bif_encode_ctx_map(const attn_args_t *a, int key_tile, CUtensorMap *map)
 {
     const problem_t *p = &a->problem;
+    const bool paged = p->cache == CACHE_PAGED;
     const cuuint64_t esize = 2;
-    cuuint64_t dims[3] = {(cuuint64_t)p->head_dim, (cuuint64_t)p->ctx, (cuuint64_t)p->batch * 2 * p->kv_heads};
+    const cuuint64_t rows = paged ? p->block_size : p->ctx;
+    const cuuint64_t matrices = (paged ? (cuuint64_t)a->num_blocks : (cuuint64_t)p->batch) * 2 * p->kv_heads;
+    cuuint64_t dims[3] = {(cuuint64_t)p->head_dim, rows, matrices};
     cuuint64_t strides[2] = {dims[0] * esize, dims[0] * dims[1] * esize};
-    cuuint32_t box[3] = {64, (cuuint32_t)key_tile, 1}, elem[3] = {1, 1, 1};
+    cuuint32_t box[3] = {64, (cuuint32_t)(paged && p->block_size < key_tile ? p->block_size : key_tile), 1};
+    cuuint32_t elem[3] = {1, 1, 1};
     /* through the runtime's driver entry point, so the binary needs no libcuda to start
      * (CPU-only machines run its tests) */
     typedef CUresult (*encode_fn)(CUtensorMap *, CUtensorMapDataType, cuuint32_t, void *, const cuuint64_t *,
@@ -343,7 +363,7 @@ static cudaError_t bif_encode_ctx_map(const attn_args_t *a, int key_tile, CUtens
         cudaGetDriverEntryPointByVersion("cuTensorMapEncodeTiled", &sym, 12000, cudaEnableDefault, &found);
     if (err != cudaSuccess || found != cudaDriverEntryPointSuccess || !sym) return cudaErrorNotSupported;
     encode_fn encode = reinterpret_cast<encode_fn>(sym);
-    CUresult r = encode(map, CU_TENSOR_MAP_DATA_TYPE_UINT16, 3, const_cast<void *>(a->kv_ctx), dims, strides, box, elem,
+    CUresult r = encode(map, CU_TENSOR_MAP_DATA_TYPE_UINT16, 3, const_cast<void *>(paged ? a->kv : a->kv_ctx), dims, strides, box, elem,
                         CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B, CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
                         CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
     return r == CUDA_SUCCESS ? cudaSuccess : cudaErrorInvalidValue;
@@ -385,8 +405,7 @@ static cudaError_t bif_setup(attn_args_t *a)
     if (!st) return cudaErrorMemoryAllocation;
     memset(st, 0, sizeof *st);
     a->state = st;
-    err = p->cache == CACHE_PAGED ? cudaSuccess
-                                  : bif_encode_ctx_map(a, wide ? WG_KT_WIDE : WG_KT, &st->ctx_map);
+    err = bif_tma(p) ? bif_encode_ctx_map(a, wide ? WG_KT_WIDE : WG_KT, &st->ctx_map) : cudaSuccess;
     if (err == cudaSuccess) err = cudaStreamCreateWithFlags(&st->side, cudaStreamNonBlocking);
     if (err == cudaSuccess) err = cudaEventCreateWithFlags(&st->fork, cudaEventDisableTiming);
     if (err == cudaSuccess) err = cudaEventCreateWithFlags(&st->started, cudaEventDisableTiming);

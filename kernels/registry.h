@@ -58,6 +58,7 @@ typedef struct attn_args {
     const void *kv_ctx;            /* bifurcated context [B, 2, g, m_c, d] */
     const void *kv_dec;            /* bifurcated decoded [B*W, 2, g, m_d, d] */
     const int32_t *block_table;    /* paged: [B*W, max_blocks_per_seq] */
+    int num_blocks;                /* paged: blocks in the pool */
     const int32_t *indirection;    /* [B, W, L] with --indirection, else NULL */
     void *workspace;               /* plan-dependent scratch, workspace_bytes() long, zeroed once */
     void *state;                   /* the kernel's own, made by setup, freed by teardown */
