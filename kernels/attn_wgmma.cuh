@@ -294,42 +294,50 @@ __global__ void __launch_bounds__(WG_THREADS, 1)
         }
     };
 
-    /* TMA: tile j into its stage, the stage's barrier expecting the K and V bytes. */
+    /* TMA: tile j into its stage (the boxes look_up found), the stage's barrier
+     * expecting the K and V bytes. */
     auto bar_of = [&](int j) { return smem_addr(&full[slot(j) % WG_STAGES]); };
-    auto tma_tile = [&](int j) {
+    /* Paged: the boxes of tile j, a box per block the tile spans (S >= 64: one or two),
+     * their ids looked up together. A box past the context part's keys (whole blocks)
+     * copies the tile's first block again: finite values, which the softmax masks. */
+    constexpr int MAX_BOXES = KT / 64;
+    struct tile_boxes { int row[MAX_BOXES], mk[MAX_BOXES]; };
+    auto look_up = [&](int j) {
+        tile_boxes tb{};
+        if constexpr (ADDR == ADDR_PAGED) {
+            const int key = c.k_lo + j * KT, box_keys = min(KT, P.geom.block_size);
+            const int32_t *table = P.table + (int64_t)c.unit * P.addr_stream_mult * P.geom.max_blocks_per_seq;
+#pragma unroll
+            for (int b = 0; b < MAX_BOXES; ++b) {
+                const int pos = key + b * box_keys < c.k_hi ? key + b * box_keys : key;
+                tb.row[b] = pos & (P.geom.block_size - 1);
+                tb.mk[b] = __ldg(table + (pos >> P.geom.block_shift)) * 2 * P.kv_heads + c.head;
+            }
+        }
+        return tb;
+    };
+    auto tma_tile = [&](int j, const tile_boxes &tb) {
         const uint32_t bar = bar_of(j);
         const uint32_t ks = stage_k(j), vs = ks + S::TILE;
-        const int key = c.k_lo + j * KT;
         mbar_expect_tx(bar, 2 * S::TILE);
         if constexpr (ADDR == ADDR_CTX) {
+            const int key = c.k_lo + j * KT;
             const int mk = c.unit * 2 * P.kv_heads + c.head, mv = mk + P.kv_heads;
             tma_load_3d(ks, &ctx_map, 0, key, mk, bar);
             tma_load_3d(ks + S::HALF_TILE, &ctx_map, 64, key, mk, bar);
             tma_load_3d(vs, &ctx_map, 0, key, mv, bar);
             tma_load_3d(vs + S::HALF_TILE, &ctx_map, 64, key, mv, bar);
         } else {
-            /* A box per block the tile spans (S >= 64: one or two), their ids looked
-             * up together. A box past the context part's keys (whole blocks) copies
-             * the tile's first block again: finite values, which the softmax masks. */
-            constexpr int MAX_BOXES = KT / 64;
-            const int box_keys = min(KT, P.geom.block_size), boxes = KT / box_keys;
-            const int32_t *table = P.table + (int64_t)c.unit * P.addr_stream_mult * P.geom.max_blocks_per_seq;
-            int row[MAX_BOXES], mk[MAX_BOXES];
+            const int box_keys = min(KT, P.geom.block_size);
 #pragma unroll
             for (int b = 0; b < MAX_BOXES; ++b) {
-                const int pos = b < boxes && key + b * box_keys < c.k_hi ? key + b * box_keys : key;
-                row[b] = pos & (P.geom.block_size - 1);
-                mk[b] = __ldg(table + (pos >> P.geom.block_shift)) * 2 * P.kv_heads + c.head;
-            }
-#pragma unroll
-            for (int b = 0; b < MAX_BOXES; ++b) {
-                if (b >= boxes) break;
+                if (b * box_keys >= KT) break;
                 const uint32_t dst = b * box_keys * 128;
-                const int mv = mk[b] + P.kv_heads;
-                tma_load_3d(ks + dst, &ctx_map, 0, row[b], mk[b], bar);
-                tma_load_3d(ks + S::HALF_TILE + dst, &ctx_map, 64, row[b], mk[b], bar);
-                tma_load_3d(vs + dst, &ctx_map, 0, row[b], mv, bar);
-                tma_load_3d(vs + S::HALF_TILE + dst, &ctx_map, 64, row[b], mv, bar);
+                const int mv = tb.mk[b] + P.kv_heads;
+                tma_load_3d(ks + dst, &ctx_map, 0, tb.row[b], tb.mk[b], bar);
+                tma_load_3d(ks + S::HALF_TILE + dst, &ctx_map, 64, tb.row[b], tb.mk[b], bar);
+                tma_load_3d(vs + dst, &ctx_map, 0, tb.row[b], mv, bar);
+                tma_load_3d(vs + S::HALF_TILE + dst, &ctx_map, 64, tb.row[b], mv, bar);
             }
         }
     };
@@ -356,8 +364,17 @@ __global__ void __launch_bounds__(WG_THREADS, 1)
     __syncthreads();
     if (TMA) {
         cp_async_commit();
-        if (tid == 0)
-            for (int j = 0; j < WG_STAGES && j < ntiles; ++j) tma_tile(j);
+        if (ADDR == ADDR_CTX && tid == 0) {
+            for (int j = 0; j < WG_STAGES && j < ntiles; ++j) tma_tile(j, tile_boxes{});
+        } else if (tid == 0) {
+            /* every lookup first: each copy's asm orders the loads after it */
+            tile_boxes first[WG_STAGES];
+#pragma unroll
+            for (int j = 0; j < WG_STAGES; ++j) first[j] = j < ntiles ? look_up(j) : tile_boxes{};
+#pragma unroll
+            for (int j = 0; j < WG_STAGES; ++j)
+                if (j < ntiles) tma_tile(j, first[j]);
+        }
     } else {
 #pragma unroll
         for (int j = 0; j < WG_STAGES - 1; ++j) {
@@ -508,13 +525,19 @@ __global__ void __launch_bounds__(WG_THREADS, 1)
     auto step = [&](int t, auto cur) {
         if (TMA) {
             if (!wg_has_rows) return;
+            /* Paged: every warp looks up the blocks of the tile it may refill its stage
+             * with before computing, so the lookup's latency is hidden and not paid by
+             * the refilling warp's warpgroup. */
+            tile_boxes next{};
+            if (ADDR == ADDR_PAGED && lane == 0 && t + WG_STAGES < ntiles) next = look_up(t + WG_STAGES);
             compute(t, cur, tma_wait, true);
             /* Tile t is read (S_t one step ago, P_t V_t now): the last reading warp
              * refills its stage with tile t + STAGES. The count only grows within an
              * item, so no reset races with the next round's arrivals. */
             if (lane == 0) {
                 unsigned int n = atomicAdd(&released[slot(t) % WG_STAGES], 1u) + 1u;
-                if (n == readers * (unsigned)(t / WG_STAGES + 1) && t + WG_STAGES < ntiles) tma_tile(t + WG_STAGES);
+                if (n == readers * (unsigned)(t / WG_STAGES + 1) && t + WG_STAGES < ntiles)
+                    tma_tile(t + WG_STAGES, next);
             }
             return;
         }
