@@ -254,6 +254,14 @@ static int bif_ctx_sms(const problem_t *p, const device_info_t *dev, long items,
         .sms;
 }
 
+/* The most context splits the wgmma body's planner takes. The planner fills the SMs
+ * with (item, split) CTAs; with a single item (MQA at W <= 4) that meant 128 splits of
+ * 256 keys at 32k, whose partials the merge folds at 128 per row. Half as many ran
+ * faster on the H200 (results/h200/splits.csv, both caches): W = 2, 31.7 -> 26.1 us
+ * (contiguous) and 30.1 -> 27.1 (paged); W = 4, 33.3 -> 31.4 and 33.6 -> 31.9. With two
+ * items or more the planner stays at or below it. */
+#define BIF_WGMMA_MAX_SPLITS 64
+
 static void bif_plan(const problem_t *p, const device_info_t *dev, attn_plan_t *plan)
 {
     plan->runs = &kernel_bifurcated;
@@ -265,6 +273,8 @@ static void bif_plan(const problem_t *p, const device_info_t *dev, attn_plan_t *
     plan->split = ck > 0 ? attn_split(p, dev, ctx_items, ck, wgmma ? 1 : attn_ctas_per_sm(p, false, dev),
                                       wide ? WG_KT_WIDE : ATTN_KEY_TILE)
                          : split_plan_fixed(1, 1, ATTN_KEY_TILE);
+    if (wgmma && p->splits == 0 && plan->split.splits > BIF_WGMMA_MAX_SPLITS)
+        plan->split = split_plan_fixed(ck, BIF_WGMMA_MAX_SPLITS, wide ? WG_KT_WIDE : ATTN_KEY_TILE);
     plan->variant = attn_split(p, dev, dec_items, bif_dec_keys(p), attn_ctas_per_sm(p, true, dev)).chunk |
                     (wgmma ? BIF_WGMMA : 0) | (wide ? BIF_WIDE : 0);
     plan->ctx_sms = wgmma && ck > 0 ? bif_ctx_sms(p, dev, ctx_items * plan->split.splits, wide) : 0;

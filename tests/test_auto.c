@@ -172,6 +172,28 @@ static void test_wide_wgmma_tiles_where_the_context_part_is_large_or_the_decode_
     assert_int_equal(on_wgmma(small, &dev), 64);
 }
 
+/* The wgmma body's context splits: as many as fill the SMs, at most 64. */
+static void test_wgmma_context_splits_capped_at_64(void **state)
+{
+    (void)state;
+    device_info_t dev = h100();
+    /* MQA at W = 4: one item; the planner alone would take 128 splits at 32k */
+    attn_plan_t plan = bifurcated_plan(shape(4, 1, 32768), &dev);
+    assert_int_equal(bifurcated_context_on_wgmma(&plan), 128);
+    assert_int_equal(plan.split.splits, 64);
+    assert_int_equal(plan.split.chunk, 512);
+    plan = bifurcated_plan(paged(shape(4, 1, 32768)), &dev);
+    assert_int_equal(plan.split.splits, 64);
+    /* two items (W = 8): below the cap by the planner's own rule */
+    plan = bifurcated_plan(shape(8, 1, 32768), &dev);
+    assert_in_range(plan.split.splits, 33, 64);
+    /* a forced count is kept */
+    problem_t p = shape(4, 1, 32768);
+    p.splits = 128;
+    plan = bifurcated_plan(p, &dev);
+    assert_int_equal(plan.split.splits, 128);
+}
+
 /* The SMs bifurcated's persistent context grid holds while the decode part streams on
  * the others (bif_ctx_sms); 0: no split. */
 static int ctx_sms(problem_t p, const device_info_t *dev)
@@ -323,6 +345,7 @@ int main(void)
         cmocka_unit_test(test_paged_rereads_come_from_l2),
         cmocka_unit_test(test_wgmma_context_body_from_64_rows_or_32_on_a_large_context),
         cmocka_unit_test(test_wide_wgmma_tiles_where_the_context_part_is_large_or_the_decode_part_small),
+        cmocka_unit_test(test_wgmma_context_splits_capped_at_64),
         cmocka_unit_test(test_sm_split_where_the_mha_decode_part_outweighs_the_context_work),
         cmocka_unit_test(test_model_terms),
         cmocka_unit_test(test_plan_follows_the_picked_kernel),
