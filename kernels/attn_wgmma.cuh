@@ -48,6 +48,7 @@
 #define WG_KT ATTN_KEY_TILE  /* 64 keys per tile */
 
 #define WG_KT_WIDE 128      /* the wide tiles: TMA path only, one CTA per SM */
+#define WG_TMA_MIN_BLOCK 64 /* paged blocks the TMA path takes: at most KT / 64 boxes per tile */
 
 /* KT: keys per tile. 64 (96 KiB ring) leaves room on the SM for a lean decode CTA;
  * 128 (192 KiB ring) halves the per-tile costs (barrier waits, row reductions, the
@@ -229,7 +230,7 @@ __device__ __forceinline__ float wg_tree(float (&r)[N], Op op)
 /* TMA: tiles copied by the TMA through ctx_map, the context K/V as a 3-D tensor of
  * [d]-element rows in boxes 64 columns wide: ADDR_CTX, K_c/V_c [B*2*g, m_c, d] in boxes
  * of KT rows; ADDR_PAGED, the pool [blocks*2*g, S, d] in boxes of min(S, KT) rows
- * (S >= 64; bifurcated.cu: bif_encode_ctx_map). Else (ADDR_PAGED) cp.async.
+ * (S >= WG_TMA_MIN_BLOCK; bifurcated.cu: bif_encode_ctx_map). Else (ADDR_PAGED) cp.async.
  *
  * PERSIST: the CTA takes the work items blockIdx.x, blockIdx.x + gridDim.x, ... in
  * turn, in a persistent grid that holds only some of the SMs while the decode part
@@ -300,7 +301,7 @@ __global__ void __launch_bounds__(WG_THREADS, 1)
     /* Paged: the boxes of tile j, a box per block the tile spans (S >= 64: one or two),
      * their ids looked up together. A box past the context part's keys (whole blocks)
      * copies the tile's first block again: finite values, which the softmax masks. */
-    constexpr int MAX_BOXES = KT / 64;
+    constexpr int MAX_BOXES = KT / WG_TMA_MIN_BLOCK;
     struct tile_boxes { int row[MAX_BOXES], mk[MAX_BOXES]; };
     auto look_up = [&](int j) {
         tile_boxes tb{};
@@ -364,16 +365,18 @@ __global__ void __launch_bounds__(WG_THREADS, 1)
     __syncthreads();
     if (TMA) {
         cp_async_commit();
-        if (ADDR == ADDR_CTX && tid == 0) {
-            for (int j = 0; j < WG_STAGES && j < ntiles; ++j) tma_tile(j, tile_boxes{});
-        } else if (tid == 0) {
-            /* every lookup first: each copy's asm orders the loads after it */
-            tile_boxes first[WG_STAGES];
+        if (tid == 0) {
+            if constexpr (ADDR == ADDR_CTX) {
+                for (int j = 0; j < WG_STAGES && j < ntiles; ++j) tma_tile(j, tile_boxes{});
+            } else {
+                /* every lookup first: each copy's asm orders the loads after it */
+                tile_boxes first[WG_STAGES];
 #pragma unroll
-            for (int j = 0; j < WG_STAGES; ++j) first[j] = j < ntiles ? look_up(j) : tile_boxes{};
+                for (int j = 0; j < WG_STAGES; ++j) first[j] = j < ntiles ? look_up(j) : tile_boxes{};
 #pragma unroll
-            for (int j = 0; j < WG_STAGES; ++j)
-                if (j < ntiles) tma_tile(j, first[j]);
+                for (int j = 0; j < WG_STAGES; ++j)
+                    if (j < ntiles) tma_tile(j, first[j]);
+            }
         }
     } else {
 #pragma unroll

@@ -109,12 +109,11 @@ static bool bif_split(const attn_plan_t *plan) { return plan && plan->ctx_sms > 
 static bool bif_wide(const attn_plan_t *plan) { return plan && (plan->variant & BIF_WIDE); }
 
 /* Whether the wgmma body's tiles come through the TMA: on a contiguous cache, and on
- * a paged one with blocks of at least 64 keys (a box or two per tile). Smaller blocks
- * take the cp.async ring (attn_wgmma.cuh says why). */
-#define BIF_TMA_MIN_BLOCK 64
+ * a paged one with blocks of at least WG_TMA_MIN_BLOCK keys (a box or two per tile).
+ * Smaller blocks take the cp.async ring (attn_wgmma.cuh says why). */
 static bool bif_tma(const problem_t *p)
 {
-    return p->cache == CACHE_CONTIGUOUS || p->block_size >= BIF_TMA_MIN_BLOCK;
+    return p->cache == CACHE_CONTIGUOUS || p->block_size >= WG_TMA_MIN_BLOCK;
 }
 
 /* Wide (128-key) tiles take the whole SM, so the decode part no longer runs beside

@@ -165,11 +165,11 @@ static void test_wide_wgmma_tiles_where_the_context_part_is_large_or_the_decode_
     assert_int_equal(on_wgmma(shape(1024, 8, 16384), &dev), 128);
     /* a paged cache of 64-key blocks by the same rule (the TMA copies its blocks
      * too); smaller blocks keep the 64-key cp.async ring */
-    problem_t small = paged(shape(1024, 1, 32768));
-    assert_int_equal(on_wgmma(small, &dev), 128);
+    problem_t mqa = paged(shape(1024, 1, 32768));
+    assert_int_equal(on_wgmma(mqa, &dev), 128);
     assert_int_equal(on_wgmma(paged(shape(64, 8, 8192)), &dev), 64);
-    small.block_size = 32;
-    assert_int_equal(on_wgmma(small, &dev), 64);
+    mqa.block_size = 32;
+    assert_int_equal(on_wgmma(mqa, &dev), 64);
 }
 
 /* The wgmma body's context splits: as many as fill the SMs, at most 64. */
