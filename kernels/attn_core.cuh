@@ -204,20 +204,34 @@ __device__ __forceinline__ float warp_sum(float v)
 /* ---------------------------------------------------------------- addressing */
 
 /* Element offset of the K row at position pos for (unit, kv head); the kv_layout.h
- * arithmetic, specialised per layout. Indirection is a run-time pointer test: it is
- * evaluated once per key row per tile, a tile ahead of use, off the critical path. */
+ * arithmetic, specialised per layout, in two steps for the rows a body fetches a tile
+ * ahead: kv_row_ref loads what the row's place depends on (a paged cache's block id,
+ * the source stream under indirection), kv_row_at computes the offset from it. ptxas
+ * waits for a load where its value is first used, so a fetch that did both before the
+ * math would wait out the load's round trip there; it issues kv_row_ref before the
+ * math and kv_row_at after it. */
+template <int ADDR>
+__device__ __forceinline__ int kv_row_ref(const attn_params_t &P, int unit, int pos)
+{
+    const kv_geometry_t *g = &P.geom;
+    if (ADDR == ADDR_CTX) return unit;
+    int src = kv_source_stream(g, P.indirection, unit * P.addr_stream_mult, pos);
+    if (ADDR == ADDR_PAGED) return __ldg(P.table + (int64_t)src * g->max_blocks_per_seq + (pos >> g->block_shift));
+    return src;
+}
+template <int ADDR>
+__device__ __forceinline__ int64_t kv_row_at(const attn_params_t &P, int head, int pos, int ref)
+{
+    const kv_geometry_t *g = &P.geom;
+    if (ADDR == ADDR_CTX) return kv_ctx_offset(g, ref, 0, head, pos);
+    if (ADDR == ADDR_PAGED) return kv_paged_offset(g, ref, 0, head, pos & (g->block_size - 1));
+    if (ADDR == ADDR_DEC) return kv_dec_offset(g, ref, 0, head, pos - g->ctx);
+    return kv_contiguous_offset(g, ref, 0, head, pos);
+}
 template <int ADDR>
 __device__ __forceinline__ int64_t kv_row(const attn_params_t &P, int unit, int head, int pos)
 {
-    const kv_geometry_t *g = &P.geom;
-    if (ADDR == ADDR_CTX) return kv_ctx_offset(g, unit, 0, head, pos);
-    int src = kv_source_stream(g, P.indirection, unit * P.addr_stream_mult, pos);
-    if (ADDR == ADDR_PAGED) {
-        int block = __ldg(P.table + (int64_t)src * g->max_blocks_per_seq + (pos >> g->block_shift));
-        return kv_paged_offset(g, block, 0, head, pos & (g->block_size - 1));
-    }
-    if (ADDR == ADDR_DEC) return kv_dec_offset(g, src, 0, head, pos - g->ctx);
-    return kv_contiguous_offset(g, src, 0, head, pos);
+    return kv_row_at<ADDR>(P, head, pos, kv_row_ref<ADDR>(P, unit, pos));
 }
 
 /* Which CTA this is: row tiles fastest, then splits, kv heads, units. */
@@ -419,11 +433,16 @@ attn_tc_kernel(const attn_params_t P)
     const T *kv = static_cast<const T *>(P.kv);
     const int ntiles = c.k_hi > c.k_lo ? (c.k_hi - c.k_lo + S::KT - 1) / S::KT : 0;
 
-    /* Row index (offset / D) of key row `row` of tile j, NO_ROW past the end. */
+    /* Row index (offset / D) of key row `row` of tile j, NO_ROW past the end, from the
+     * row's reference (tile_row_ref; kv_row_ref says why two steps). */
     const uint32_t NO_ROW = 0xffffffffu;
-    auto tile_row_offset = [&](int j, int row) -> uint32_t {
+    auto tile_row_ref = [&](int j, int row) {
         int pos = c.k_lo + j * S::KT + row;
-        return pos < c.k_hi ? (uint32_t)(kv_row<ADDR>(P, c.unit, c.head, pos) / D) : NO_ROW;
+        return pos < c.k_hi ? kv_row_ref<ADDR>(P, c.unit, pos) : 0;
+    };
+    auto tile_row_index = [&](int j, int row, int ref) -> uint32_t {
+        int pos = c.k_lo + j * S::KT + row;
+        return pos < c.k_hi ? (uint32_t)(kv_row_at<ADDR>(P, c.head, pos, ref) / D) : NO_ROW;
     };
     /* Without a block table or indirection the CTA's key rows are consecutive rows
      * of one matrix (affine): a tile's addresses follow from the first row's, and
@@ -481,9 +500,13 @@ attn_tc_kernel(const attn_params_t P)
     };
 
     /* Prologue: offsets of the first STAGES tiles, Q, then STAGES-1 tiles in flight. */
-    if (!affine && tid < S::KT)
-        for (int j = 0; j < S::STAGES; ++j)
-            off_ring[j * S::KT + tid] = j < ntiles ? tile_row_offset(j, tid) : NO_ROW;
+    if (!affine && tid < S::KT) {
+        int first[S::STAGES];
+#pragma unroll
+        for (int j = 0; j < S::STAGES; ++j) first[j] = tile_row_ref(j, tid);
+#pragma unroll
+        for (int j = 0; j < S::STAGES; ++j) off_ring[j * S::KT + tid] = j < ntiles ? tile_row_index(j, tid, first[j]) : NO_ROW;
+    }
     for (int i = tid; i < S::ROWS * S::NCH; i += ATTN_THREADS) {
         int r = i / S::NCH, ch = i - r * S::NCH, stream = 0, head = 0;
         bool ok = row_target(P, c, r, &stream, &head);
@@ -526,9 +549,10 @@ attn_tc_kernel(const attn_params_t P)
         __syncthreads();   /* tile t visible to all; tile t-1's buffer free */
         if (t + S::STAGES - 1 < ntiles) load_tile(t + S::STAGES - 1);
         cp_async_commit();
-        /* Next ring entry: issued now, stored after the math, so its latency hides. */
+        /* Next ring entry: its load issued now, its offset computed and stored after the
+         * math, so the load's latency hides. */
         const bool fetch = !affine && tid < S::KT && t + S::STAGES < ntiles;
-        uint32_t next_off = fetch ? tile_row_offset(t + S::STAGES, tid) : NO_ROW;
+        const int next_ref = fetch ? tile_row_ref(t + S::STAGES, tid) : 0;
 
         const int nvalid = min(S::KT, c.k_hi - (c.k_lo + t * S::KT));
         if constexpr (QREG) {
@@ -668,7 +692,7 @@ attn_tc_kernel(const attn_params_t P)
                 }
             }
         }
-        if (fetch) off_ring[((t + S::STAGES) % S::STAGES) * S::KT + tid] = next_off;
+        if (fetch) off_ring[((t + S::STAGES) % S::STAGES) * S::KT + tid] = tile_row_index(t + S::STAGES, tid, next_ref);
     }
 
     /* Stage every warp's (m, l, O) in the drained pipeline buffers and combine. */

@@ -271,10 +271,25 @@ __global__ void __launch_bounds__(WG_THREADS, 1)
     const cta_coord c = cta_decompose(P, item);
     const int ntiles = c.k_hi > c.k_lo ? (c.k_hi - c.k_lo + KT - 1) / KT : 0;
 
+    /* Paged: the block id of context key pos, from the request's first stream's table
+     * row (the context part reads no key that indirection moves, so none of kv_row_ref's
+     * indirection test), loaded before a warp's GEMMs and first used after them
+     * (kv_row_ref says why). */
+    auto block_of = [&](int pos) {
+        return __ldg(P.table + (int64_t)c.unit * P.addr_stream_mult * P.geom.max_blocks_per_seq +
+                     (pos >> P.geom.block_shift));
+    };
+    /* cp.async: the row index (offset / d) of key `row` of tile j, NO_ROW past the end,
+     * from its block id (row_block). */
     const uint32_t NO_ROW = 0xffffffffu;
-    auto tile_row_offset = [&](int j, int row) -> uint32_t {
-        int pos = c.k_lo + j * KT + row;
-        return pos < c.k_hi ? (uint32_t)(kv_row<ADDR>(P, c.unit, c.head, pos) / WG_D) : NO_ROW;
+    auto row_block = [&](int j, int row) {
+        const int pos = c.k_lo + j * KT + row;
+        return pos < c.k_hi ? block_of(pos) : 0;
+    };
+    auto row_index = [&](int j, int row, int block) -> uint32_t {
+        const int pos = c.k_lo + j * KT + row;
+        return pos < c.k_hi ? (uint32_t)(kv_paged_offset(&P.geom, block, 0, c.head, pos & (P.geom.block_size - 1)) / WG_D)
+                            : NO_ROW;
     };
     /* Stage of tile j: its place in the CTA's whole tile sequence with the TMA (the
      * barriers' phases count on across items), in the item's with cp.async. */
@@ -299,20 +314,19 @@ __global__ void __launch_bounds__(WG_THREADS, 1)
      * expecting the K and V bytes. */
     auto bar_of = [&](int j) { return smem_addr(&full[slot(j) % WG_STAGES]); };
     /* Paged: the boxes of tile j, a box per block the tile spans (S >= 64: one or two),
-     * their ids looked up together. A box past the context part's keys (whole blocks)
+     * their block ids loaded together (block_of). A box past the context part's keys (whole blocks)
      * copies the tile's first block again: finite values, which the softmax masks. */
     constexpr int MAX_BOXES = KT / WG_TMA_MIN_BLOCK;
-    struct tile_boxes { int row[MAX_BOXES], mk[MAX_BOXES]; };
+    struct tile_boxes { int row[MAX_BOXES], block[MAX_BOXES]; };
     auto look_up = [&](int j) {
         tile_boxes tb{};
         if constexpr (ADDR == ADDR_PAGED) {
             const int key = c.k_lo + j * KT, box_keys = min(KT, P.geom.block_size);
-            const int32_t *table = P.table + (int64_t)c.unit * P.addr_stream_mult * P.geom.max_blocks_per_seq;
 #pragma unroll
             for (int b = 0; b < MAX_BOXES; ++b) {
                 const int pos = key + b * box_keys < c.k_hi ? key + b * box_keys : key;
                 tb.row[b] = pos & (P.geom.block_size - 1);
-                tb.mk[b] = __ldg(table + (pos >> P.geom.block_shift)) * 2 * P.kv_heads + c.head;
+                tb.block[b] = block_of(pos);
             }
         }
         return tb;
@@ -334,9 +348,9 @@ __global__ void __launch_bounds__(WG_THREADS, 1)
             for (int b = 0; b < MAX_BOXES; ++b) {
                 if (b * box_keys >= KT) break;
                 const uint32_t dst = b * box_keys * 128;
-                const int mv = tb.mk[b] + P.kv_heads;
-                tma_load_3d(ks + dst, &ctx_map, 0, tb.row[b], tb.mk[b], bar);
-                tma_load_3d(ks + S::HALF_TILE + dst, &ctx_map, 64, tb.row[b], tb.mk[b], bar);
+                const int mk = tb.block[b] * 2 * P.kv_heads + c.head, mv = mk + P.kv_heads;
+                tma_load_3d(ks + dst, &ctx_map, 0, tb.row[b], mk, bar);
+                tma_load_3d(ks + S::HALF_TILE + dst, &ctx_map, 64, tb.row[b], mk, bar);
                 tma_load_3d(vs + dst, &ctx_map, 0, tb.row[b], mv, bar);
                 tma_load_3d(vs + S::HALF_TILE + dst, &ctx_map, 64, tb.row[b], mv, bar);
             }
@@ -353,8 +367,11 @@ __global__ void __launch_bounds__(WG_THREADS, 1)
     if (TMA) {
         if (tid < WG_STAGES) released[tid] = 0;
     } else if (tid < KT) {
-        for (int j = 0; j < WG_STAGES; ++j)
-            off_ring[j * KT + tid] = j < ntiles ? tile_row_offset(j, tid) : NO_ROW;
+        int first[WG_STAGES];
+#pragma unroll
+        for (int j = 0; j < WG_STAGES; ++j) first[j] = row_block(j, tid);
+#pragma unroll
+        for (int j = 0; j < WG_STAGES; ++j) off_ring[j * KT + tid] = j < ntiles ? row_index(j, tid, first[j]) : NO_ROW;
     }
     for (int i = tid; i < WG_ROWS * (WG_D / 8); i += WG_THREADS) {
         int r = i >> 4, ch = i & 15, stream = 0, head = 0;
@@ -529,8 +546,7 @@ __global__ void __launch_bounds__(WG_THREADS, 1)
         if (TMA) {
             if (!wg_has_rows) return;
             /* Paged: every warp looks up the blocks of the tile it may refill its stage
-             * with before computing, so the lookup's latency is hidden and not paid by
-             * the refilling warp's warpgroup. */
+             * with before computing, whichever warp turns out to refill it. */
             tile_boxes next{};
             if (ADDR == ADDR_PAGED && lane == 0 && t + WG_STAGES < ntiles) next = look_up(t + WG_STAGES);
             compute(t, cur, tma_wait, true);
@@ -550,9 +566,9 @@ __global__ void __launch_bounds__(WG_THREADS, 1)
         if (t + WG_STAGES - 1 < ntiles) load_tile(t + WG_STAGES - 1);
         cp_async_commit();
         const bool fetch = tid < KT && t + WG_STAGES < ntiles;
-        uint32_t next_off = fetch ? tile_row_offset(t + WG_STAGES, tid) : NO_ROW;
+        const int next_block = fetch ? row_block(t + WG_STAGES, tid) : 0;
         compute(t, cur, [](int) {}, wg_has_rows);
-        if (fetch) off_ring[((t + WG_STAGES) % WG_STAGES) * KT + tid] = next_off;
+        if (fetch) off_ring[((t + WG_STAGES) % WG_STAGES) * KT + tid] = row_index(t + WG_STAGES, tid, next_block);
     };
     for (int t = 0; t < ntiles; t += 2) {
         step(t, std::integral_constant<int, 0>());
