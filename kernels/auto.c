@@ -34,7 +34,12 @@
  * ran fused, 18.3% slower). FUSED_MERGE_SLOT_US is near the low end of the range
  * (0.055-0.09 us) that picks within 5% on both GPUs' sweeps at 5bd0b88, contiguous and
  * paged, where the 4.9% of the paged MQA row W = 4, 16k at 0.07 and more is least
- * (without it the H100's MQA row W = 2, 32k ran fused, 11.5% slower). Bifurcation wins once
+ * (without it the H100's MQA row W = 2, 32k ran fused, 11.5% slower). FUSED_L2_EFFICIENCY is
+ * the middle of the range (0.93-0.95) that picks within 5% on the three paged sweeps at
+ * hand (H200 at 3046cbe and 088af40, H100 at 3046cbe): fused's streams re-read the shared
+ * blocks at about 7.45 TB/s on an H200 whose `peak` read 8045 from L2 (MHA, W = 2 and
+ * 4, 8k-32k), and at the full rate the H200's MHA row W = 2, 16k predicted fused 78.3 us
+ * and bifurcated 80.6, and ran fused, 6.8-8.6% slower (84.4 against 79.0 us). Bifurcation wins once
  * the context traffic it saves, (W - 1) * B * m_c rows of K/V, outweighs its fixed
  * cost; with W = 1 it saves nothing and is never picked. */
 #include <stddef.h>
@@ -73,8 +78,8 @@ double auto_predict_fused_us(const problem_t *p, const attn_plan_t *plan, const 
     model_terms(&kernel_fused, p, plan, dev, FUSED_TC_EFFICIENCY, &tb, &tf);
     if (p->cache == CACHE_PAGED) {
         /* DRAM sees a shared block once, but every stream still reads it: all W
-         * reads pass through L2, at the L2 read rate `peak` measures */
-        double reread = io_kv_bytes_replicated(p) / (l2_gbps(dev) * 1e3);
+         * reads pass through L2, at FUSED_L2_EFFICIENCY of the rate `peak` measures */
+        double reread = io_kv_bytes_replicated(p) / (FUSED_L2_EFFICIENCY * l2_gbps(dev) * 1e3);
         if (reread > tb) tb = reread;
     }
     return FUSED_FIXED_US + (tb > tf ? tb + FUSED_UNOVERLAPPED * tf : tf + FUSED_UNOVERLAPPED * tb) +
