@@ -325,15 +325,17 @@ __device__ __noinline__ void tail_merge(T *out, const float *ws_acc, const float
 
 /* Combines the per-warp states staged in shared memory (source i of CTA row r at
  * index i*rows_per_src + r; m in log2 units, l, o with row stride d+8) and writes
- * either the final output (nslots == 1) or this split's partial. */
+ * either the final output (nslots == 1) or this split's partial, over the CTA's first
+ * nthreads threads (0: all of them). */
 template <typename T>
 __device__ void combine_and_emit(const attn_params_t &P, const cta_coord &c, const float *st_o,
                                  const float *st_m, const float *st_l, int rows, int nsrc,
-                                 int rows_per_src, int d)
+                                 int rows_per_src, int d, int nthreads = 0)
 {
     const int q4 = d / 4;
     const int ostride = d + 8;
-    for (int idx = threadIdx.x; idx < rows * q4; idx += blockDim.x) {
+    const int nt = nthreads ? nthreads : (int)blockDim.x; /* the threads taking part */
+    for (int idx = threadIdx.x; idx < rows * q4; idx += nt) {
         int r = idx / q4, x = (idx - r * q4) * 4;
         int stream, head;
         if (!row_target(P, c, r, &stream, &head)) continue;

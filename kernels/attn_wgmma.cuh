@@ -49,6 +49,13 @@
 
 #define WG_KT_WIDE 128      /* the wide tiles: TMA path only, one CTA per SM */
 #define WG_TMA_MIN_BLOCK 64 /* paged blocks the TMA path takes: at most KT / 64 boxes per tile */
+/* The wide body's producer warpgroup (one thread of it issues the copies) and the
+ * registers setmaxnreg deals out: the launch gives each of the 384 threads 168 (the
+ * 64K file over 384, in steps of 8); the producer gives up what the two tensor-core
+ * warpgroups need beyond that. */
+#define WG_PRODUCER_THREADS 128
+#define WG_MMA_REGS 224
+#define WG_PRODUCER_REGS 56
 
 /* KT: keys per tile. 64 (96 KiB ring) leaves room on the SM for a lean decode CTA;
  * 128 (192 KiB ring) halves the per-tile costs (barrier waits, row reductions, the
@@ -67,6 +74,7 @@ struct wg_shape_t {
     static constexpr int ALIGN = 1024;                        /* swizzle atoms are 1 KiB aligned */
     static constexpr int SMEM = ALIGN + Q_BYTES + PIPE + RING;
     static_assert(STAGING <= PIPE, "epilogue staging fits in the drained ring");
+    static_assert(RING >= WG_STAGES * (2 * 8 + 4), "the TMA barriers and release counts fit in the ring");
     static_assert(KT * (WG_D / 8) % WG_THREADS == 0, "tile copy divides among the threads");
     static_assert(SMEM <= 227 * 1024, "fits an SM's opt-in shared memory");
 
@@ -129,6 +137,10 @@ __device__ __forceinline__ void fence_proxy_async() { asm volatile("fence.proxy.
 __device__ __forceinline__ void mbar_init(uint32_t bar, int count)
 {
     asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;\n" ::"r"(bar), "r"(count) : "memory");
+}
+__device__ __forceinline__ void mbar_arrive(uint32_t bar)
+{
+    asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];\n" ::"r"(bar) : "memory");
 }
 __device__ __forceinline__ void mbar_expect_tx(uint32_t bar, int bytes)
 {
@@ -238,7 +250,7 @@ __device__ __forceinline__ float wg_tree(float (&r)[N], Op op)
  * item. The TMA barriers are initialised once; their phases run on across items
  * (tile_base counts the tiles of the CTA's earlier items). */
 template <typename T, int ADDR, bool TMA, int KT = WG_KT, bool PERSIST = false>
-__global__ void __launch_bounds__(WG_THREADS, 1)
+__global__ void __launch_bounds__(WG_THREADS + (KT == WG_KT_WIDE ? WG_PRODUCER_THREADS : 0), 1)
     attn_wgmma_ctx_kernel(const attn_params_t P, const __grid_constant__ CUtensorMap ctx_map)
 {
 #ifdef WG_ENABLED
@@ -248,77 +260,60 @@ __global__ void __launch_bounds__(WG_THREADS, 1)
      * cp.async ring, so the two warpgroups need not move in lockstep. */
     static_assert(KT == WG_KT || TMA, "wide tiles are for the TMA path");
     static_assert(TMA || ADDR == ADDR_PAGED, "the contiguous context is copied by the TMA");
+    /* Who issues the copies. The wide body has a warpgroup of its own for them (one
+     * thread of it issues every box; launched with WG_PRODUCER_THREADS more threads),
+     * as in FlashAttention-3: where the last warp done with a tile refilled its stage,
+     * the tile's box loads (four, or eight on 64-key blocks) and block lookups held up
+     * that warp, and with it its warpgroup, whose wgmma wait for all four warps. The
+     * 64-key body leaves room on its SM for a lean decode CTA, which a third
+     * warpgroup's registers would take; there the last reader refills the stage. */
+    constexpr bool PRODUCER = KT == WG_KT_WIDE;
     extern __shared__ __align__(128) unsigned char smem_raw[];
     const uint32_t raw = smem_addr(smem_raw);
     unsigned char *base = smem_raw + ((S::ALIGN - (raw & (S::ALIGN - 1))) & (S::ALIGN - 1));
     unsigned char *q_s = base;
     unsigned char *pipe = base + S::Q_BYTES;
     uint32_t *off_ring = reinterpret_cast<uint32_t *>(pipe + S::PIPE);
-    /* TMA: the ring holds a transaction barrier and a release count per stage instead */
+    /* TMA: the ring holds per stage a transaction barrier (full), a barrier its last
+     * reader arrives on for the producer (empty) and a release count instead */
     uint64_t *full = reinterpret_cast<uint64_t *>(pipe + S::PIPE);
-    unsigned int *released = reinterpret_cast<unsigned int *>(full + WG_STAGES);
+    uint64_t *empty = full + WG_STAGES;
+    unsigned int *released = reinterpret_cast<unsigned int *>(empty + WG_STAGES);
 
     const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5, wg = warp >> 2;
     const T *kv = static_cast<const T *>(P.kv);
 
     if (TMA && tid == 0) {
-        for (int j = 0; j < WG_STAGES; ++j) mbar_init(smem_addr(&full[j]), 1);
+        for (int j = 0; j < WG_STAGES; ++j) {
+            mbar_init(smem_addr(&full[j]), 1);
+            mbar_init(smem_addr(&empty[j]), 1);
+        }
         asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
     }
+    /* The barrier of the two tensor-core warpgroups (named barrier 1 beside the
+     * producer, which goes at its own pace). */
+    auto cta_sync = [&]() {
+        if (PRODUCER) asm volatile("bar.sync 1, %0;\n" ::"n"(WG_THREADS) : "memory");
+        else __syncthreads();
+    };
 
-    /* One work item; returns its tiles. */
-    auto run_item = [&](const int64_t item, const int tile_base) -> int {
-    const cta_coord c = cta_decompose(P, item);
-    const int ntiles = c.k_hi > c.k_lo ? (c.k_hi - c.k_lo + KT - 1) / KT : 0;
-
+    /* TMA: tile j of the item c into stage slot % STAGES (the boxes look_up found), the
+     * stage's barrier expecting the K and V bytes. */
+    auto stage_of = [&](int slot) { return smem_addr(pipe + (slot % WG_STAGES) * 2 * S::TILE); };
     /* Paged: the block id of context key pos, from the request's first stream's table
      * row (the context part reads no key that indirection moves, so none of kv_row_ref's
      * indirection test), loaded before a warp's GEMMs and first used after them
      * (kv_row_ref says why). */
-    auto block_of = [&](int pos) {
+    auto block_of = [&](const cta_coord &c, int pos) {
         return __ldg(P.table + (int64_t)c.unit * P.addr_stream_mult * P.geom.max_blocks_per_seq +
                      (pos >> P.geom.block_shift));
     };
-    /* cp.async: the row index (offset / d) of key `row` of tile j, NO_ROW past the end,
-     * from its block id (row_block). */
-    const uint32_t NO_ROW = 0xffffffffu;
-    auto row_block = [&](int j, int row) {
-        const int pos = c.k_lo + j * KT + row;
-        return pos < c.k_hi ? block_of(pos) : 0;
-    };
-    auto row_index = [&](int j, int row, int block) -> uint32_t {
-        const int pos = c.k_lo + j * KT + row;
-        return pos < c.k_hi ? (uint32_t)(kv_paged_offset(&P.geom, block, 0, c.head, pos & (P.geom.block_size - 1)) / WG_D)
-                            : NO_ROW;
-    };
-    /* Stage of tile j: its place in the CTA's whole tile sequence with the TMA (the
-     * barriers' phases count on across items), in the item's with cp.async. */
-    auto slot = [&](int j) { return TMA ? tile_base + j : j; };
-    auto stage_k = [&](int j) { return smem_addr(pipe + (slot(j) % WG_STAGES) * 2 * S::TILE); };
-    auto load_tile = [&](int j) {
-        const uint32_t ks = stage_k(j), vs = ks + S::TILE;
-        const uint32_t *rows = off_ring + (j % WG_STAGES) * KT;
-#pragma unroll
-        for (int k = 0; k < KT * (WG_D / 8) / WG_THREADS; ++k) {
-            int i = tid + k * WG_THREADS;
-            int row = i >> 4, ch = i & 15;
-            uint32_t r = rows[row];
-            int bytes = r != NO_ROW ? 16 : 0;
-            const T *src = kv + (r != NO_ROW ? (int64_t)r * WG_D + ch * 8 : 0);
-            cp_async16(ks + S::off(KT, row, ch), src, bytes);
-            cp_async16(vs + S::off(KT, row, ch), src + (r != NO_ROW ? P.vstride : 0), bytes);
-        }
-    };
-
-    /* TMA: tile j into its stage (the boxes look_up found), the stage's barrier
-     * expecting the K and V bytes. */
-    auto bar_of = [&](int j) { return smem_addr(&full[slot(j) % WG_STAGES]); };
     /* Paged: the boxes of tile j, a box per block the tile spans (S >= 64: one or two),
      * their block ids loaded together (block_of). A box past the context part's keys (whole blocks)
      * copies the tile's first block again: finite values, which the softmax masks. */
     constexpr int MAX_BOXES = KT / WG_TMA_MIN_BLOCK;
     struct tile_boxes { int row[MAX_BOXES], block[MAX_BOXES]; };
-    auto look_up = [&](int j) {
+    auto look_up_in = [&](const cta_coord &c, int j) {
         tile_boxes tb{};
         if constexpr (ADDR == ADDR_PAGED) {
             const int key = c.k_lo + j * KT, box_keys = min(KT, P.geom.block_size);
@@ -326,14 +321,14 @@ __global__ void __launch_bounds__(WG_THREADS, 1)
             for (int b = 0; b < MAX_BOXES; ++b) {
                 const int pos = key + b * box_keys < c.k_hi ? key + b * box_keys : key;
                 tb.row[b] = pos & (P.geom.block_size - 1);
-                tb.block[b] = block_of(pos);
+                tb.block[b] = block_of(c, pos);
             }
         }
         return tb;
     };
-    auto tma_tile = [&](int j, const tile_boxes &tb) {
-        const uint32_t bar = bar_of(j);
-        const uint32_t ks = stage_k(j), vs = ks + S::TILE;
+    auto tma_tile_in = [&](const cta_coord &c, int j, int slot, const tile_boxes &tb) {
+        const uint32_t bar = smem_addr(&full[slot % WG_STAGES]);
+        const uint32_t ks = stage_of(slot), vs = ks + S::TILE;
         mbar_expect_tx(bar, 2 * S::TILE);
         if constexpr (ADDR == ADDR_CTX) {
             const int key = c.k_lo + j * KT;
@@ -356,10 +351,77 @@ __global__ void __launch_bounds__(WG_THREADS, 1)
             }
         }
     };
+
+    if constexpr (PRODUCER) {
+        __syncthreads(); /* the barriers are initialised */
+        if (wg == 2) {
+            asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" ::"n"(WG_PRODUCER_REGS));
+            if (tid != WG_THREADS) return;
+            /* Each tile of the CTA's items in turn: the first STAGES at once, tile
+             * slot >= STAGES once the tile STAGES before it in its stage is released
+             * (the stage's empty barrier completes a phase per tile, so the one to wait
+             * for is slot / STAGES - 1; the stage cannot run a phase ahead, as its next
+             * tile is not issued yet). The blocks are looked up before the wait. */
+            int slot = 0;
+            for (int64_t item = blockIdx.x; item < (PERSIST ? attn_items(P) : (int64_t)blockIdx.x + 1);
+                 item += gridDim.x) {
+                const cta_coord c = cta_decompose(P, item);
+                const int ntiles = c.k_hi > c.k_lo ? (c.k_hi - c.k_lo + KT - 1) / KT : 0;
+                for (int j = 0; j < ntiles; ++j, ++slot) {
+                    const tile_boxes tb = look_up_in(c, j);
+                    if (slot >= WG_STAGES) mbar_wait(smem_addr(&empty[slot % WG_STAGES]), (slot / WG_STAGES - 1) & 1);
+                    tma_tile_in(c, j, slot, tb);
+                }
+            }
+            return;
+        }
+        asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" ::"n"(WG_MMA_REGS));
+    }
+
+    /* One work item; returns its tiles. */
+    auto run_item = [&](const int64_t item, const int tile_base) -> int {
+    const cta_coord c = cta_decompose(P, item);
+    const int ntiles = c.k_hi > c.k_lo ? (c.k_hi - c.k_lo + KT - 1) / KT : 0;
+
+    /* cp.async: the row index (offset / d) of key `row` of tile j, NO_ROW past the end,
+     * from its block id (row_block). */
+    const uint32_t NO_ROW = 0xffffffffu;
+    auto row_block = [&](int j, int row) {
+        const int pos = c.k_lo + j * KT + row;
+        return pos < c.k_hi ? block_of(c, pos) : 0;
+    };
+    auto row_index = [&](int j, int row, int block) -> uint32_t {
+        const int pos = c.k_lo + j * KT + row;
+        return pos < c.k_hi ? (uint32_t)(kv_paged_offset(&P.geom, block, 0, c.head, pos & (P.geom.block_size - 1)) / WG_D)
+                            : NO_ROW;
+    };
+    /* Stage of tile j: its place in the CTA's whole tile sequence with the TMA (the
+     * barriers' phases count on across items), in the item's with cp.async. */
+    auto slot = [&](int j) { return TMA ? tile_base + j : j; };
+    auto stage_k = [&](int j) { return stage_of(slot(j)); };
+    auto load_tile = [&](int j) {
+        const uint32_t ks = stage_k(j), vs = ks + S::TILE;
+        const uint32_t *rows = off_ring + (j % WG_STAGES) * KT;
+#pragma unroll
+        for (int k = 0; k < KT * (WG_D / 8) / WG_THREADS; ++k) {
+            int i = tid + k * WG_THREADS;
+            int row = i >> 4, ch = i & 15;
+            uint32_t r = rows[row];
+            int bytes = r != NO_ROW ? 16 : 0;
+            const T *src = kv + (r != NO_ROW ? (int64_t)r * WG_D + ch * 8 : 0);
+            cp_async16(ks + S::off(KT, row, ch), src, bytes);
+            cp_async16(vs + S::off(KT, row, ch), src + (r != NO_ROW ? P.vstride : 0), bytes);
+        }
+    };
+
+    auto bar_of = [&](int j) { return smem_addr(&full[slot(j) % WG_STAGES]); };
+    auto look_up = [&](int j) { return look_up_in(c, j); };
+    auto tma_tile = [&](int j, const tile_boxes &tb) { tma_tile_in(c, j, slot(j), tb); };
     auto tma_wait = [&](int j) { mbar_wait(bar_of(j), (slot(j) / WG_STAGES) & 1); };
     /* Whether warpgroup w has query rows in this CTA's row tile. */
     auto wg_rows = [&](int w) { return c.row_tile * P.rows_per_cta + w * 64 < P.rows_per_unit; };
-    /* Warps that read each tile: the stage is refilled when the last of them is done. */
+    /* Warps that read each tile: the stage is refilled (or freed for the producer) when
+     * the last of them is done. */
     const unsigned int readers = 4u * (wg_rows(1) ? 2u : 1u);
 
     /* Prologue: the release counts (TMA) or the row offsets of the first tiles, Q,
@@ -379,10 +441,10 @@ __global__ void __launch_bounds__(WG_THREADS, 1)
         const T *src = static_cast<const T *>(P.q) + (ok ? ((int64_t)stream * P.heads + head) * WG_D + ch * 8 : 0);
         cp_async16(smem_addr(q_s) + S::off(WG_ROWS, r, ch), src, ok ? 16 : 0);
     }
-    __syncthreads();
+    cta_sync();
     if (TMA) {
         cp_async_commit();
-        if (tid == 0) {
+        if (!PRODUCER && tid == 0) {
             if constexpr (ADDR == ADDR_CTX) {
                 for (int j = 0; j < WG_STAGES && j < ntiles; ++j) tma_tile(j, tile_boxes{});
             } else {
@@ -504,7 +566,7 @@ __global__ void __launch_bounds__(WG_THREADS, 1)
     if (TMA) cp_async_wait<0>(); /* Q */
     else cp_async_wait<WG_STAGES - 2>();
     fence_proxy_async();
-    __syncthreads();
+    cta_sync();
     if (wg_has_rows && ntiles > 0) {
         if (TMA) tma_wait(0);
         wg_fence();
@@ -548,15 +610,19 @@ __global__ void __launch_bounds__(WG_THREADS, 1)
             /* Paged: every warp looks up the blocks of the tile it may refill its stage
              * with before computing, whichever warp turns out to refill it. */
             tile_boxes next{};
-            if (ADDR == ADDR_PAGED && lane == 0 && t + WG_STAGES < ntiles) next = look_up(t + WG_STAGES);
+            if (!PRODUCER && ADDR == ADDR_PAGED && lane == 0 && t + WG_STAGES < ntiles) next = look_up(t + WG_STAGES);
             compute(t, cur, tma_wait, true);
-            /* Tile t is read (S_t one step ago, P_t V_t now): the last reading warp
-             * refills its stage with tile t + STAGES. The count only grows within an
-             * item, so no reset races with the next round's arrivals. */
+            /* Tile t is read (S_t one step ago, P_t V_t now): the last reading warp frees
+             * its stage for the producer, or refills it with tile t + STAGES. (The last
+             * STAGES tiles of an item are freed after the epilogue, which stages its
+             * output in the ring.) The count only grows within an item, so no reset
+             * races with the next round's arrivals. */
             if (lane == 0) {
                 unsigned int n = atomicAdd(&released[slot(t) % WG_STAGES], 1u) + 1u;
-                if (n == readers * (unsigned)(t / WG_STAGES + 1) && t + WG_STAGES < ntiles)
-                    tma_tile(t + WG_STAGES, next);
+                if (n == readers * (unsigned)(t / WG_STAGES + 1) && t + WG_STAGES < ntiles) {
+                    if (PRODUCER) mbar_arrive(smem_addr(&empty[slot(t) % WG_STAGES]));
+                    else tma_tile(t + WG_STAGES, next);
+                }
             }
             return;
         }
@@ -576,7 +642,7 @@ __global__ void __launch_bounds__(WG_THREADS, 1)
     }
 
     cp_async_wait<0>();
-    __syncthreads();
+    cta_sync();
     float *st_o = reinterpret_cast<float *>(pipe);
     float *st_m = st_o + WG_ROWS * (WG_D + 8);
     float *st_l = st_m + WG_ROWS;
@@ -592,8 +658,16 @@ __global__ void __launch_bounds__(WG_THREADS, 1)
             *reinterpret_cast<float2 *>(st_o + row * (WG_D + 8) + 8 * n + 2 * (lane & 3)) =
                 make_float2(o[4 * n + 2 * h], o[4 * n + 2 * h + 1]);
     }
-    __syncthreads();
-    combine_and_emit<T>(P, c, st_o, st_m, st_l, WG_ROWS, 1, WG_ROWS, WG_D);
+    cta_sync();
+    combine_and_emit<T>(P, c, st_o, st_m, st_l, WG_ROWS, 1, WG_ROWS, WG_D, WG_THREADS);
+    if (PRODUCER) {
+        /* the staging is read: the ring's last STAGES tiles are free for the producer */
+        fence_proxy_async();
+        cta_sync();
+        if (tid == 0)
+            for (int j = ntiles > WG_STAGES ? ntiles - WG_STAGES : 0; j < ntiles; ++j)
+                mbar_arrive(smem_addr(&empty[slot(j) % WG_STAGES]));
+    }
     return ntiles;
     };
 
@@ -604,7 +678,7 @@ __global__ void __launch_bounds__(WG_THREADS, 1)
             /* The next item's copies overwrite the staging (TMA and cp.async through the
              * async and generic proxies) and Q: every thread is done reading both. */
             fence_proxy_async();
-            __syncthreads();
+            cta_sync();
         }
     } else {
         run_item(blockIdx.x, 0);

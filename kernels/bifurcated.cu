@@ -439,7 +439,7 @@ static cudaError_t bif_launch_wgmma(const attn_args_t *a, const attn_params_t *c
     attr.val.launchCompletionEvent.flags = 0;
     cudaLaunchConfig_t cfg = {};
     cfg.gridDim = dim3((unsigned)(bif_split(&a->plan) && ctas > a->plan.ctx_sms ? a->plan.ctx_sms : ctas));
-    cfg.blockDim = dim3(WG_THREADS);
+    cfg.blockDim = dim3(WG_THREADS + (wide ? WG_PRODUCER_THREADS : 0)); /* the wide body's producer */
     cfg.dynamicSmemBytes = (size_t)wgmma_smem(wide);
     cfg.stream = stream;
     cfg.attrs = &attr;
