@@ -10,8 +10,11 @@
  *  - contiguous context, and paged blocks of 64 keys or more: the TMA copies each
  *    tile (one thread issues four box loads, on a paged cache four per block the
  *    tile spans, after looking the blocks up) and a transaction barrier per stage
- *    says when it has landed; the last warp done with a tile refills its stage, so
- *    the warpgroups never wait on each other. Tiles are 64 keys (a 96 KiB ring that
+ *    says when it has landed. On 128-key tiles that thread is a producer
+ *    warpgroup's, which refills a stage once the tile's last reader has arrived on
+ *    its empty barrier (PRODUCER below says why); on 64-key tiles the last warp done
+ *    with a tile refills its stage. Either way the warpgroups never wait on each
+ *    other. Tiles are 64 keys (a 96 KiB ring that
  *    leaves room on the SM for a lean decode CTA) or 128 keys (192 KiB, the whole
  *    SM, half the per-tile costs) where the decode part is small or the context
  *    part's tensor work large (bif_wide_fits in bifurcated.cu);
