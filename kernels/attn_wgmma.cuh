@@ -6,7 +6,7 @@
  * mma.sync is re-read from shared memory by each warp through ldmatrix).
  *
  * CTA: two warpgroups (256 threads), 64 query rows each, 128 rows per CTA; both
- * share every K/V tile. Keys stream through a 3-stage ring of K and V tiles:
+ * share every K/V tile (on 128-key tiles a third warpgroup issues the copies). Keys stream through a 3-stage ring of K and V tiles:
  *  - contiguous context, and paged blocks of 64 keys or more: the TMA copies each
  *    tile (one thread issues four box loads, on a paged cache four per block the
  *    tile spans, after looking the blocks up) and a transaction barrier per stage
