@@ -76,6 +76,9 @@ struct wg_shape_t {
     static constexpr int RING = WG_STAGES * KT * 4;
     static constexpr int ALIGN = 1024;                        /* swizzle atoms are 1 KiB aligned */
     static constexpr int SMEM = ALIGN + Q_BYTES + PIPE + RING;
+    /* the wide body's copies come from a producer warpgroup (attn_wgmma_ctx_kernel says why) */
+    static constexpr bool PRODUCER = KT == WG_KT_WIDE;
+    static constexpr int THREADS = WG_THREADS + (PRODUCER ? WG_PRODUCER_THREADS : 0);
     static_assert(STAGING <= PIPE, "epilogue staging fits in the drained ring");
     static_assert(RING >= WG_STAGES * (2 * 8 + 4), "the TMA barriers and release counts fit in the ring");
     static_assert(KT * (WG_D / 8) % WG_THREADS == 0, "tile copy divides among the threads");
@@ -253,7 +256,7 @@ __device__ __forceinline__ float wg_tree(float (&r)[N], Op op)
  * item. The TMA barriers are initialised once; their phases run on across items
  * (tile_base counts the tiles of the CTA's earlier items). */
 template <typename T, int ADDR, bool TMA, int KT = WG_KT, bool PERSIST = false>
-__global__ void __launch_bounds__(WG_THREADS + (KT == WG_KT_WIDE ? WG_PRODUCER_THREADS : 0), 1)
+__global__ void __launch_bounds__(wg_shape_t<KT>::THREADS, 1)
     attn_wgmma_ctx_kernel(const attn_params_t P, const __grid_constant__ CUtensorMap ctx_map)
 {
 #ifdef WG_ENABLED
@@ -264,13 +267,13 @@ __global__ void __launch_bounds__(WG_THREADS + (KT == WG_KT_WIDE ? WG_PRODUCER_T
     static_assert(KT == WG_KT || TMA, "wide tiles are for the TMA path");
     static_assert(TMA || ADDR == ADDR_PAGED, "the contiguous context is copied by the TMA");
     /* Who issues the copies. The wide body has a warpgroup of its own for them (one
-     * thread of it issues every box; launched with WG_PRODUCER_THREADS more threads),
+     * thread of it issues every box; launched with S::THREADS threads),
      * as in FlashAttention-3: where the last warp done with a tile refilled its stage,
      * the tile's box loads (four, or eight on 64-key blocks) and block lookups held up
      * that warp, and with it its warpgroup, whose wgmma wait for all four warps. The
      * 64-key body leaves room on its SM for a lean decode CTA, which a third
      * warpgroup's registers would take; there the last reader refills the stage. */
-    constexpr bool PRODUCER = KT == WG_KT_WIDE;
+    constexpr bool PRODUCER = S::PRODUCER;
     extern __shared__ __align__(128) unsigned char smem_raw[];
     const uint32_t raw = smem_addr(smem_raw);
     unsigned char *base = smem_raw + ((S::ALIGN - (raw & (S::ALIGN - 1))) & (S::ALIGN - 1));
@@ -300,9 +303,11 @@ __global__ void __launch_bounds__(WG_THREADS + (KT == WG_KT_WIDE ? WG_PRODUCER_T
         else __syncthreads();
     };
 
-    /* TMA: tile j of the item c into stage slot % STAGES (the boxes look_up found), the
-     * stage's barrier expecting the K and V bytes. */
+    /* The tiles of item c, and the stage (its K tile, its transaction barrier) of the
+     * CTA's tile number slot. */
+    auto tiles_of = [&](const cta_coord &c) { return c.k_hi > c.k_lo ? (c.k_hi - c.k_lo + KT - 1) / KT : 0; };
     auto stage_of = [&](int slot) { return smem_addr(pipe + (slot % WG_STAGES) * 2 * S::TILE); };
+    auto full_of = [&](int slot) { return smem_addr(&full[slot % WG_STAGES]); };
     /* Paged: the block id of context key pos, from the request's first stream's table
      * row (the context part reads no key that indirection moves, so none of kv_row_ref's
      * indirection test), loaded before a warp's GEMMs and first used after them
@@ -329,8 +334,10 @@ __global__ void __launch_bounds__(WG_THREADS + (KT == WG_KT_WIDE ? WG_PRODUCER_T
         }
         return tb;
     };
+    /* TMA: tile j of the item c into stage slot % STAGES (the boxes look_up found), the
+     * stage's barrier expecting the K and V bytes. */
     auto tma_tile_in = [&](const cta_coord &c, int j, int slot, const tile_boxes &tb) {
-        const uint32_t bar = smem_addr(&full[slot % WG_STAGES]);
+        const uint32_t bar = full_of(slot);
         const uint32_t ks = stage_of(slot), vs = ks + S::TILE;
         mbar_expect_tx(bar, 2 * S::TILE);
         if constexpr (ADDR == ADDR_CTX) {
@@ -369,7 +376,7 @@ __global__ void __launch_bounds__(WG_THREADS + (KT == WG_KT_WIDE ? WG_PRODUCER_T
             for (int64_t item = blockIdx.x; item < (PERSIST ? attn_items(P) : (int64_t)blockIdx.x + 1);
                  item += gridDim.x) {
                 const cta_coord c = cta_decompose(P, item);
-                const int ntiles = c.k_hi > c.k_lo ? (c.k_hi - c.k_lo + KT - 1) / KT : 0;
+                const int ntiles = tiles_of(c);
                 for (int j = 0; j < ntiles; ++j, ++slot) {
                     const tile_boxes tb = look_up_in(c, j);
                     if (slot >= WG_STAGES) mbar_wait(smem_addr(&empty[slot % WG_STAGES]), (slot / WG_STAGES - 1) & 1);
@@ -384,7 +391,7 @@ __global__ void __launch_bounds__(WG_THREADS + (KT == WG_KT_WIDE ? WG_PRODUCER_T
     /* One work item; returns its tiles. */
     auto run_item = [&](const int64_t item, const int tile_base) -> int {
     const cta_coord c = cta_decompose(P, item);
-    const int ntiles = c.k_hi > c.k_lo ? (c.k_hi - c.k_lo + KT - 1) / KT : 0;
+    const int ntiles = tiles_of(c);
 
     /* cp.async: the row index (offset / d) of key `row` of tile j, NO_ROW past the end,
      * from its block id (row_block). */
@@ -395,8 +402,7 @@ __global__ void __launch_bounds__(WG_THREADS + (KT == WG_KT_WIDE ? WG_PRODUCER_T
     };
     auto row_index = [&](int j, int row, int block) -> uint32_t {
         const int pos = c.k_lo + j * KT + row;
-        return pos < c.k_hi ? (uint32_t)(kv_paged_offset(&P.geom, block, 0, c.head, pos & (P.geom.block_size - 1)) / WG_D)
-                            : NO_ROW;
+        return pos < c.k_hi ? (uint32_t)(kv_row_at<ADDR>(P, c.head, pos, block) / WG_D) : NO_ROW;
     };
     /* Stage of tile j: its place in the CTA's whole tile sequence with the TMA (the
      * barriers' phases count on across items), in the item's with cp.async. */
@@ -417,10 +423,9 @@ __global__ void __launch_bounds__(WG_THREADS + (KT == WG_KT_WIDE ? WG_PRODUCER_T
         }
     };
 
-    auto bar_of = [&](int j) { return smem_addr(&full[slot(j) % WG_STAGES]); };
     auto look_up = [&](int j) { return look_up_in(c, j); };
     auto tma_tile = [&](int j, const tile_boxes &tb) { tma_tile_in(c, j, slot(j), tb); };
-    auto tma_wait = [&](int j) { mbar_wait(bar_of(j), (slot(j) / WG_STAGES) & 1); };
+    auto tma_wait = [&](int j) { mbar_wait(full_of(slot(j)), (slot(j) / WG_STAGES) & 1); };
     /* Whether warpgroup w has query rows in this CTA's row tile. */
     auto wg_rows = [&](int w) { return c.row_tile * P.rows_per_cta + w * 64 < P.rows_per_unit; };
     /* Warps that read each tile: the stage is refilled (or freed for the producer) when

@@ -160,6 +160,7 @@ static wgmma_ctx_fn wgmma_pick(const problem_t *p, int addr, bool wide, bool per
                                   : wgmma_fn_t<__nv_bfloat16>(addr, tma, wide, persist);
 }
 static int wgmma_smem(bool wide) { return wide ? wg_shape_t<WG_KT_WIDE>::SMEM : wg_shape::SMEM; }
+static int wgmma_threads(bool wide) { return wide ? wg_shape_t<WG_KT_WIDE>::THREADS : wg_shape::THREADS; }
 
 /* The context part's mma.sync instantiation (tensor-core path only). */
 static attn_kernel_fn ctx_pick(const problem_t *p, int addr)
@@ -439,7 +440,7 @@ static cudaError_t bif_launch_wgmma(const attn_args_t *a, const attn_params_t *c
     attr.val.launchCompletionEvent.flags = 0;
     cudaLaunchConfig_t cfg = {};
     cfg.gridDim = dim3((unsigned)(bif_split(&a->plan) && ctas > a->plan.ctx_sms ? a->plan.ctx_sms : ctas));
-    cfg.blockDim = dim3(WG_THREADS + (wide ? WG_PRODUCER_THREADS : 0)); /* the wide body's producer */
+    cfg.blockDim = dim3(wgmma_threads(wide));
     cfg.dynamicSmemBytes = (size_t)wgmma_smem(wide);
     cfg.stream = stream;
     cfg.attrs = &attr;
