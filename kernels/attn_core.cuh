@@ -90,6 +90,8 @@ typedef struct attn_params {
     int key_begin, key_end;      /* positions this launch covers */
     int chunk;                   /* keys per split */
     int nslots, slot_base;       /* partial slot of split s: slot_base + s */
+    int dec_keys;                /* bifurcated's wide wgmma body: the decode keys of each stream,
+                                    which it streams itself beside the context (0: none) */
     float scale_log2;
 } attn_params_t;
 

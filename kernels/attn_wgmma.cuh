@@ -17,7 +17,10 @@
  *    other. Tiles are 64 keys (a 96 KiB ring that
  *    leaves room on the SM for a lean decode CTA) or 128 keys (192 KiB, the whole
  *    SM, half the per-tile costs) where the decode part is small or the context
- *    part's tensor work large (bif_wide_fits in bifurcated.cu);
+ *    part's tensor work large, or where the 128-key body streams the decode part
+ *    itself (bif_wide_fits in bifurcated.cu). With decode tiles (DEC) the ring's
+ *    six slots hold K and V tiles apart, so that a decode tile's K and V arrive
+ *    while the context part's K_{t+1} and V_t are in use (decode tiles, below);
  *  - paged blocks of fewer than 64 keys: 64-key tiles copied with 16-byte cp.async,
  *    the next tile's row offsets fetched a tile ahead, and a CTA-wide barrier per
  *    tile. (A box per 16-key block, 32 per wide tile, made the TMA path 16-21%
@@ -55,10 +58,11 @@
 /* The wide body's producer warpgroup (one thread of it issues the copies) and the
  * registers setmaxnreg deals out: the launch gives each of the 384 threads 168 (the
  * 64K file over 384, in steps of 8); the producer gives up what the two tensor-core
- * warpgroups need beyond that. */
+ * warpgroups need beyond that (232 each, with the decode tiles' code, leave none of
+ * their registers spilled; the producer's thread needs 40). */
 #define WG_PRODUCER_THREADS 128
-#define WG_MMA_REGS 224
-#define WG_PRODUCER_REGS 56
+#define WG_MMA_REGS 232
+#define WG_PRODUCER_REGS 40
 
 /* KT: keys per tile. 64 (96 KiB ring) leaves room on the SM for a lean decode CTA;
  * 128 (192 KiB ring) halves the per-tile costs (barrier waits, row reductions, the
@@ -74,13 +78,16 @@ struct wg_shape_t {
     static constexpr int PIPE = WG_STAGES * 2 * TILE;
     static constexpr int STAGING = WG_ROWS * ((WG_D + 8) * 4 + 8);
     static constexpr int RING = WG_STAGES * KT * 4;
+    static constexpr int BARRIERS = 128;                      /* of the ring: full, empty, release counts */
+    static constexpr int DEC_RED = 2 * 64 * 4;                /* then the decode tiles' cross-warp scratch */
     static constexpr int ALIGN = 1024;                        /* swizzle atoms are 1 KiB aligned */
     static constexpr int SMEM = ALIGN + Q_BYTES + PIPE + RING;
     /* the wide body's copies come from a producer warpgroup (attn_wgmma_ctx_kernel says why) */
     static constexpr bool PRODUCER = KT == WG_KT_WIDE;
     static constexpr int THREADS = WG_THREADS + (PRODUCER ? WG_PRODUCER_THREADS : 0);
     static_assert(STAGING <= PIPE, "epilogue staging fits in the drained ring");
-    static_assert(RING >= WG_STAGES * (2 * 8 + 4), "the TMA barriers and release counts fit in the ring");
+    static_assert(BARRIERS >= 2 * WG_STAGES * 2 * 8 + WG_STAGES * 4, "the TMA barriers and release counts fit");
+    static_assert(RING >= BARRIERS + DEC_RED, "the barriers and the decode scratch fit in the ring");
     static_assert(KT * (WG_D / 8) % WG_THREADS == 0, "tile copy divides among the threads");
     static_assert(SMEM <= 227 * 1024, "fits an SM's opt-in shared memory");
 
@@ -147,6 +154,10 @@ __device__ __forceinline__ void mbar_init(uint32_t bar, int count)
 __device__ __forceinline__ void mbar_arrive(uint32_t bar)
 {
     asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];\n" ::"r"(bar) : "memory");
+}
+__device__ __forceinline__ void mbar_arrive(uint32_t bar, int count)
+{
+    asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0], %1;\n" ::"r"(bar), "r"(count) : "memory");
 }
 __device__ __forceinline__ void mbar_expect_tx(uint32_t bar, int bytes)
 {
@@ -221,6 +232,25 @@ __device__ __forceinline__ void wg_mma_rs(float (&d)[64], const uint32_t (&a)[4]
                      : WG_F16(0), WG_F16(16), WG_F16(32), WG_F16(48)
                      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(db), "r"(1));
 }
+/* d[64x8] (+)= A[64x16] B[16x8], both from shared memory, B K-major; A K-major, or
+ * MN-major with TA = 1. The decode tiles' shapes: the keys (or V's dims) of a tile fill
+ * M, the few queries of one stream N (attn_wgmma_ctx_kernel: decode tiles). */
+#define WG_N8(TY, TA)                                                                            \
+    "{\n.reg .pred p;\nsetp.ne.b32 p, %6, 0;\n"                                                  \
+    "wgmma.mma_async.sync.aligned.m64n8k16.f32." TY "." TY " {%0, %1, %2, %3}, %4, %5, p, 1, 1, " TA ", 0;\n}\n"
+template <typename T, int TA>
+__device__ __forceinline__ void wg_mma_n8(float (&d)[4], uint64_t da, uint64_t db, int accumulate)
+{
+    if constexpr (std::is_same<T, __half>::value && TA)
+        asm volatile(WG_N8("f16", "1") : WG_F4(0) : "l"(da), "l"(db), "r"(accumulate));
+    else if constexpr (std::is_same<T, __half>::value)
+        asm volatile(WG_N8("f16", "0") : WG_F4(0) : "l"(da), "l"(db), "r"(accumulate));
+    else if constexpr (TA)
+        asm volatile(WG_N8("bf16", "1") : WG_F4(0) : "l"(da), "l"(db), "r"(accumulate));
+    else
+        asm volatile(WG_N8("bf16", "0") : WG_F4(0) : "l"(da), "l"(db), "r"(accumulate));
+}
+#undef WG_N8
 #undef WG_F4
 #undef WG_F16
 #undef WG_R32
@@ -255,9 +285,10 @@ __device__ __forceinline__ float wg_tree(float (&r)[N], Op op)
  * streams on the others (bifurcated.cu: bif_ctx_sms); else a grid of one CTA per
  * item. The TMA barriers are initialised once; their phases run on across items
  * (tile_base counts the tiles of the CTA's earlier items). */
-template <typename T, int ADDR, bool TMA, int KT = WG_KT, bool PERSIST = false>
+template <typename T, int ADDR, bool TMA, int KT = WG_KT, bool PERSIST = false, bool DEC = false>
 __global__ void __launch_bounds__(wg_shape_t<KT>::THREADS, 1)
-    attn_wgmma_ctx_kernel(const attn_params_t P, const __grid_constant__ CUtensorMap ctx_map)
+    attn_wgmma_ctx_kernel(const attn_params_t P, const __grid_constant__ CUtensorMap ctx_map,
+                          const __grid_constant__ CUtensorMap dec_map)
 {
 #ifdef WG_ENABLED
     typedef wg_shape_t<KT> S;
@@ -274,25 +305,35 @@ __global__ void __launch_bounds__(wg_shape_t<KT>::THREADS, 1)
      * 64-key body leaves room on its SM for a lean decode CTA, which a third
      * warpgroup's registers would take; there the last reader refills the stage. */
     constexpr bool PRODUCER = S::PRODUCER;
+    static_assert(!DEC || (PRODUCER && !PERSIST), "the decode tiles are the wide body's, one item per CTA");
     extern __shared__ __align__(128) unsigned char smem_raw[];
     const uint32_t raw = smem_addr(smem_raw);
     unsigned char *base = smem_raw + ((S::ALIGN - (raw & (S::ALIGN - 1))) & (S::ALIGN - 1));
     unsigned char *q_s = base;
     unsigned char *pipe = base + S::Q_BYTES;
     uint32_t *off_ring = reinterpret_cast<uint32_t *>(pipe + S::PIPE);
-    /* TMA: the ring holds per stage a transaction barrier (full), a barrier its last
-     * reader arrives on for the producer (empty) and a release count instead */
+    /* TMA: the ring holds per slot a transaction barrier (full), a barrier its readers
+     * arrive on for the producer (empty) and a release count instead. A slot is a
+     * stage of a K and a V tile, or with decode tiles (DEC) one K or one V tile: NSLOTS
+     * of them, K and V freed apart, K_{t+1} once S_{t+1} has read it, V_t once P_t V_t
+     * has; with three stages the context part's K_{t+1} and V_t held two whole stages
+     * and left a decode tile no room to arrive in (attn_wgmma_ctx_kernel: decode tiles). */
+    constexpr int NSLOTS = DEC ? 2 * WG_STAGES : WG_STAGES;
+    constexpr int SLOT_BYTES = DEC ? S::TILE : 2 * S::TILE;
     uint64_t *full = reinterpret_cast<uint64_t *>(pipe + S::PIPE);
-    uint64_t *empty = full + WG_STAGES;
-    unsigned int *released = reinterpret_cast<unsigned int *>(empty + WG_STAGES);
+    uint64_t *empty = full + NSLOTS;
+    unsigned int *released = reinterpret_cast<unsigned int *>(empty + NSLOTS);
+    /* decode tiles: per tensor-core warpgroup, its 4 warps' column maxima, then sums */
+    float *dec_red = reinterpret_cast<float *>(pipe + S::PIPE + S::BARRIERS);
 
     const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5, wg = warp >> 2;
     const T *kv = static_cast<const T *>(P.kv);
 
     if (TMA && tid == 0) {
-        for (int j = 0; j < WG_STAGES; ++j) {
+        for (int j = 0; j < NSLOTS; ++j) {
             mbar_init(smem_addr(&full[j]), 1);
-            mbar_init(smem_addr(&empty[j]), 1);
+            /* the producer's slot is free once every tensor-core warp has arrived */
+            mbar_init(smem_addr(&empty[j]), PRODUCER ? WG_THREADS / 32 : 1);
         }
         asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
     }
@@ -312,75 +353,195 @@ __global__ void __launch_bounds__(wg_shape_t<KT>::THREADS, 1)
      * row (the context part reads no key that indirection moves, so none of kv_row_ref's
      * indirection test), loaded before a warp's GEMMs and first used after them
      * (kv_row_ref says why). */
+    auto table_row = [&](int stream) { return (int64_t)stream * P.geom.max_blocks_per_seq; };
     auto block_of = [&](const cta_coord &c, int pos) {
-        return __ldg(P.table + (int64_t)c.unit * P.addr_stream_mult * P.geom.max_blocks_per_seq +
-                     (pos >> P.geom.block_shift));
+        return __ldg(P.table + table_row(c.unit * P.addr_stream_mult) + (pos >> P.geom.block_shift));
     };
     /* Paged: the boxes of tile j, a box per block the tile spans (S >= 64: one or two),
      * their block ids loaded together (block_of). A box past the context part's keys (whole blocks)
      * copies the tile's first block again: finite values, which the softmax masks. */
     constexpr int MAX_BOXES = KT / WG_TMA_MIN_BLOCK;
     struct tile_boxes { int row[MAX_BOXES], block[MAX_BOXES]; };
-    auto look_up_in = [&](const cta_coord &c, int j) {
+    /* paged: the boxes of the tile of keys [key, key + KT) below k_hi, from the block
+     * table row trow */
+    auto boxes_at = [&](int64_t trow, int key, int k_hi) {
         tile_boxes tb{};
         if constexpr (ADDR == ADDR_PAGED) {
-            const int key = c.k_lo + j * KT, box_keys = min(KT, P.geom.block_size);
+            const int box_keys = min(KT, P.geom.block_size);
 #pragma unroll
             for (int b = 0; b < MAX_BOXES; ++b) {
-                const int pos = key + b * box_keys < c.k_hi ? key + b * box_keys : key;
+                const int pos = key + b * box_keys < k_hi ? key + b * box_keys : key;
                 tb.row[b] = pos & (P.geom.block_size - 1);
-                tb.block[b] = block_of(c, pos);
+                tb.block[b] = __ldg(P.table + trow + (pos >> P.geom.block_shift));
             }
         }
         return tb;
     };
-    /* TMA: tile j of the item c into stage slot % STAGES (the boxes look_up found), the
-     * stage's barrier expecting the K and V bytes. */
-    auto tma_tile_in = [&](const cta_coord &c, int j, int slot, const tile_boxes &tb) {
-        const uint32_t bar = full_of(slot);
-        const uint32_t ks = stage_of(slot), vs = ks + S::TILE;
-        mbar_expect_tx(bar, 2 * S::TILE);
+    auto look_up_in = [&](const cta_coord &c, int j) {
+        return boxes_at(table_row(c.unit * P.addr_stream_mult), c.k_lo + j * KT, c.k_hi);
+    };
+    /* TMA: a tile of kv head `head` into stage slot % STAGES, the stage's barrier
+     * expecting the K and V bytes: ADDR_CTX, rows [key, key + KT) of matrix `mat` (its V
+     * matrix g further) of map; paged, the boxes tb of the pool (ctx_map). */
+    auto tma_kv_in = [&](const CUtensorMap *map, uint32_t dst, uint32_t bar, int mat, int key, int head,
+                         const tile_boxes &tb, int which) {
         if constexpr (ADDR == ADDR_CTX) {
-            const int key = c.k_lo + j * KT;
-            const int mk = c.unit * 2 * P.kv_heads + c.head, mv = mk + P.kv_heads;
-            tma_load_3d(ks, &ctx_map, 0, key, mk, bar);
-            tma_load_3d(ks + S::HALF_TILE, &ctx_map, 64, key, mk, bar);
-            tma_load_3d(vs, &ctx_map, 0, key, mv, bar);
-            tma_load_3d(vs + S::HALF_TILE, &ctx_map, 64, key, mv, bar);
+            const int m = mat + which * P.kv_heads;
+            tma_load_3d(dst, map, 0, key, m, bar);
+            tma_load_3d(dst + S::HALF_TILE, map, 64, key, m, bar);
         } else {
             const int box_keys = min(KT, P.geom.block_size);
 #pragma unroll
             for (int b = 0; b < MAX_BOXES; ++b) {
                 if (b * box_keys >= KT) break;
-                const uint32_t dst = b * box_keys * 128;
-                const int mk = tb.block[b] * 2 * P.kv_heads + c.head, mv = mk + P.kv_heads;
-                tma_load_3d(ks + dst, &ctx_map, 0, tb.row[b], mk, bar);
-                tma_load_3d(ks + S::HALF_TILE + dst, &ctx_map, 64, tb.row[b], mk, bar);
-                tma_load_3d(vs + dst, &ctx_map, 0, tb.row[b], mv, bar);
-                tma_load_3d(vs + S::HALF_TILE + dst, &ctx_map, 64, tb.row[b], mv, bar);
+                const uint32_t off = b * box_keys * 128;
+                const int m = tb.block[b] * 2 * P.kv_heads + head + which * P.kv_heads;
+                tma_load_3d(dst + off, &ctx_map, 0, tb.row[b], m, bar);
+                tma_load_3d(dst + S::HALF_TILE + off, &ctx_map, 64, tb.row[b], m, bar);
             }
         }
     };
+    auto tma_boxes_in = [&](const CUtensorMap *map, int mat, int key, int head, int slot, const tile_boxes &tb) {
+        const uint32_t bar = full_of(slot);
+        const uint32_t ks = stage_of(slot), vs = ks + S::TILE;
+        mbar_expect_tx(bar, 2 * S::TILE);
+        tma_kv_in(map, ks, bar, mat, key, head, tb, 0);
+        tma_kv_in(map, vs, bar, mat, key, head, tb, 1);
+    };
+    /* The producer body's ring slot h (a K or a V tile) and its barriers. */
+    auto slot_at = [&](int h) { return smem_addr(pipe + (h % NSLOTS) * SLOT_BYTES); };
+    auto slot_full = [&](int h) { return smem_addr(&full[h % NSLOTS]); };
+    auto slot_empty = [&](int h) { return smem_addr(&empty[h % NSLOTS]); };
+    auto slot_wait = [&](int h) { mbar_wait(slot_full(h), (h / NSLOTS) & 1); };
+    /* Context tile j of the item c (the boxes look_up found). */
+    auto tma_tile_in = [&](const cta_coord &c, int j, int slot, const tile_boxes &tb) {
+        tma_boxes_in(&ctx_map, c.unit * 2 * P.kv_heads + c.head, c.k_lo + j * KT, c.head, slot, tb);
+    };
 
+    /* Decode tiles (the wide body, with P.dec_keys > 0). The producer streams, besides
+     * the context, the decode keys of the row tile's streams (K_d/V_d through dec_map,
+     * or the streams' own blocks of the pool), so that their DRAM traffic runs under
+     * the context part's tensor-core work instead of after it. A job is one stream
+     * (p <= 8 consecutive rows of one warpgroup) and its dec_tiles tiles, each of which
+     * leaves a partial of its own (slot splits + k), so no state lives from one tile
+     * to the next; a split takes every splits-th stream of each warpgroup, and the jobs
+     * alternate between the warpgroups. The ring holds K and V tiles in slots of their
+     * own, in the order the tensor-core warps free them (ring_order):
+     *   K_0, then per iteration t: K_{t+1}, V_t, the K and V tiles of group t,
+     * group t being the decode tiles computed once iteration t is. During iteration t
+     * the six slots hold K_{t+1} and V_t in use, group t and K_{t+2}, V_{t+1} arriving,
+     * so a group takes at most one tile; the first n - 1 groups take one or none,
+     * spread evenly (dec_group), and the last group the rest. (With stages of a K and a
+     * V tile, K_{t+1} and V_t held two of the three stages and a decode tile in the
+     * third kept the next context tile waiting: steps took 10-25% longer than with
+     * the decode part after the context part; results/h200/dec-in-cta/.) */
+    const int dec_tiles = DEC ? max((P.dec_keys + KT - 1) / KT, 1) : 1; /* tiles of a job */
+    struct dec_plan { int jobs[2], ntiles, inter; };
+    auto dec_plan_of = [&](const cta_coord &c) {
+        dec_plan d{{0, 0}, 0, 0};
+        if (DEC && P.dec_keys > 0) {
+#pragma unroll
+            for (int w = 0; w < 2; ++w) {
+                const int rows = min(max(P.rows_per_unit - c.row_tile * WG_ROWS - w * 64, 0), 64);
+                const int streams = rows / P.group;
+                d.jobs[w] = streams > c.split ? (streams - c.split + P.splits - 1) / P.splits : 0;
+            }
+            d.ntiles = (d.jobs[0] + d.jobs[1]) * dec_tiles;
+            d.inter = min(d.ntiles, max(tiles_of(c) - 1, 0));
+        }
+        return d;
+    };
+    /* Job q: its warpgroup w and the CTA row of its stream's first query. */
+    auto dec_job_row = [&](const cta_coord &c, const dec_plan &d, int q, int &w) {
+        const int both = 2 * min(d.jobs[0], d.jobs[1]);
+        int jj;
+        if (q < both) {
+            w = q & 1;
+            jj = q >> 1;
+        } else {
+            w = d.jobs[0] > d.jobs[1] ? 0 : 1;
+            jj = both / 2 + q - both;
+        }
+        return w * 64 + (c.split + jj * P.splits) * P.group;
+    };
+    auto dec_stream = [&](const cta_coord &c, int row) {
+        return c.unit * P.streams_per_unit + (c.row_tile * WG_ROWS + row) / P.group;
+    };
+    /* The size of group t, the groups taken in turn: acc carries the spreading of the
+     * inter tiles over the n - 1 gaps (no division: the consumers compute this between
+     * their GEMM issues), given counts the tiles handed out. */
+    auto dec_group = [&](const dec_plan &d, int t, int nctx, int &acc, int given) {
+        if (t + 1 < nctx) {
+            acc += d.inter;
+            if (acc < nctx - 1) return 0;
+            acc -= nctx - 1;
+            return 1;
+        }
+        return d.ntiles - given;
+    };
+    /* Decode tile i of the item c (tile i % dec_tiles of job i / dec_tiles): where it is
+     * (its stream's K_d/V_d matrix and first key, or its blocks), then into a stage. */
+    struct dec_source { int mat, key; tile_boxes tb; };
+    auto dec_look_up = [&](const cta_coord &c, const dec_plan &d, int i) {
+        int w;
+        const int stream = dec_stream(c, dec_job_row(c, d, i / dec_tiles, w));
+        const int key = i % dec_tiles * KT;
+        dec_source src{stream * 2 * P.kv_heads + c.head, key, tile_boxes{}};
+        if constexpr (ADDR == ADDR_PAGED) src.tb = boxes_at(table_row(stream), P.key_end + key, P.key_end + P.dec_keys);
+        return src;
+    };
     if constexpr (PRODUCER) {
         __syncthreads(); /* the barriers are initialised */
         if (wg == 2) {
             asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" ::"n"(WG_PRODUCER_REGS));
             if (tid != WG_THREADS) return;
-            /* Each tile of the CTA's items in turn: the first STAGES at once, tile
-             * slot >= STAGES once the tile STAGES before it in its stage is released
-             * (the stage's empty barrier completes a phase per tile, so the one to wait
-             * for is slot / STAGES - 1; the stage cannot run a phase ahead, as its next
-             * tile is not issued yet). The blocks are looked up before the wait. */
-            int slot = 0;
+            /* The CTA's tiles in turn, in the order the tensor-core warps free them (with
+             * DEC each K and V tile apart, in ring_order): the first NSLOTS at once, slot
+             * h >= NSLOTS once the tile NSLOTS before it is released (the slot's empty
+             * barrier completes a phase per tile, so the one to wait for is
+             * h / NSLOTS - 1; the slot cannot run a phase ahead, as its next tile is not
+             * issued yet). The blocks are looked up before the wait. */
+            int h = 0;
+            auto put = [&](const CUtensorMap *map, int mat, int key, int head, const tile_boxes &tb, int which) {
+                if (h >= NSLOTS) mbar_wait(slot_empty(h), (h / NSLOTS - 1) & 1);
+                const uint32_t bar = slot_full(h), dst = slot_at(h);
+                mbar_expect_tx(bar, SLOT_BYTES);
+                if (DEC) {
+                    tma_kv_in(map, dst, bar, mat, key, head, tb, which);
+                } else {
+                    tma_kv_in(map, dst, bar, mat, key, head, tb, 0);
+                    tma_kv_in(map, dst + S::TILE, bar, mat, key, head, tb, 1);
+                }
+                ++h;
+            };
             for (int64_t item = blockIdx.x; item < (PERSIST ? attn_items(P) : (int64_t)blockIdx.x + 1);
                  item += gridDim.x) {
                 const cta_coord c = cta_decompose(P, item);
                 const int ntiles = tiles_of(c);
-                for (int j = 0; j < ntiles; ++j, ++slot) {
-                    const tile_boxes tb = look_up_in(c, j);
-                    if (slot >= WG_STAGES) mbar_wait(smem_addr(&empty[slot % WG_STAGES]), (slot / WG_STAGES - 1) & 1);
-                    tma_tile_in(c, j, slot, tb);
+                auto ctx_in = [&](int j, const tile_boxes &tb, int which) {
+                    put(&ctx_map, c.unit * 2 * P.kv_heads + c.head, c.k_lo + j * KT, c.head, tb, which);
+                };
+                if constexpr (!DEC) {
+                    for (int j = 0; j < ntiles; ++j) ctx_in(j, look_up_in(c, j), 0);
+                } else {
+                    const dec_plan d = dec_plan_of(c);
+                    auto dec_in = [&](int i) {
+                        const dec_source src = dec_look_up(c, d, i);
+                        put(ADDR == ADDR_CTX ? &dec_map : &ctx_map, src.mat, src.key, c.head, src.tb, 0);
+                        put(ADDR == ADDR_CTX ? &dec_map : &ctx_map, src.mat, src.key, c.head, src.tb, 1);
+                    };
+                    /* ring_order: K_0, then per iteration t: K_{t+1}, V_t, group t */
+                    tile_boxes tb_t = ntiles > 0 ? look_up_in(c, 0) : tile_boxes{};
+                    if (ntiles > 0) ctx_in(0, tb_t, 0);
+                    for (int t = 0, acc = 0, i = 0; t < ntiles; ++t) {
+                        const tile_boxes tb_next = t + 1 < ntiles ? look_up_in(c, t + 1) : tile_boxes{};
+                        if (t + 1 < ntiles) ctx_in(t + 1, tb_next, 0);
+                        ctx_in(t, tb_t, 1);
+                        tb_t = tb_next;
+                        for (int g = dec_group(d, t, ntiles, acc, i); g > 0; --g) dec_in(i++);
+                    }
+                    if (ntiles == 0)
+                        for (int i = 0; i < d.ntiles; ++i) dec_in(i);
                 }
             }
             return;
@@ -392,6 +553,10 @@ __global__ void __launch_bounds__(wg_shape_t<KT>::THREADS, 1)
     auto run_item = [&](const int64_t item, const int tile_base) -> int {
     const cta_coord c = cta_decompose(P, item);
     const int ntiles = tiles_of(c);
+    const dec_plan dp = dec_plan_of(c);
+    /* the item's entries in the ring: its K and V tiles, context and decode, with the
+     * producer; else its stages */
+    const int nring = DEC ? 2 * (ntiles + dp.ntiles) : ntiles;
 
     /* cp.async: the row index (offset / d) of key `row` of tile j, NO_ROW past the end,
      * from its block id (row_block). */
@@ -404,8 +569,8 @@ __global__ void __launch_bounds__(wg_shape_t<KT>::THREADS, 1)
         const int pos = c.k_lo + j * KT + row;
         return pos < c.k_hi ? (uint32_t)(kv_row_at<ADDR>(P, c.head, pos, block) / WG_D) : NO_ROW;
     };
-    /* Stage of tile j: its place in the CTA's whole tile sequence with the TMA (the
-     * barriers' phases count on across items), in the item's with cp.async. */
+    /* Stage of context tile j: its place in the CTA's whole tile sequence with the TMA
+     * (the barriers' phases count on across items), in the item's with cp.async. */
     auto slot = [&](int j) { return TMA ? tile_base + j : j; };
     auto stage_k = [&](int j) { return stage_of(slot(j)); };
     auto load_tile = [&](int j) {
@@ -425,7 +590,8 @@ __global__ void __launch_bounds__(wg_shape_t<KT>::THREADS, 1)
 
     auto look_up = [&](int j) { return look_up_in(c, j); };
     auto tma_tile = [&](int j, const tile_boxes &tb) { tma_tile_in(c, j, slot(j), tb); };
-    auto tma_wait = [&](int j) { mbar_wait(full_of(slot(j)), (slot(j) / WG_STAGES) & 1); };
+    auto tma_wait_slot = [&](int sl) { mbar_wait(full_of(sl), (sl / WG_STAGES) & 1); };
+    auto tma_wait = [&](int j) { tma_wait_slot(slot(j)); };
     /* Whether warpgroup w has query rows in this CTA's row tile. */
     auto wg_rows = [&](int w) { return c.row_tile * P.rows_per_cta + w * 64 < P.rows_per_unit; };
     /* Warps that read each tile: the stage is refilled (or freed for the producer) when
@@ -485,8 +651,7 @@ __global__ void __launch_bounds__(wg_shape_t<KT>::THREADS, 1)
     for (int i = 0; i < 64; ++i) o[i] = 0.f;
 
     /* S = Q K_j (asynchronous: committed, not waited). */
-    auto issue_s = [&](int j) {
-        const uint32_t kbuf = stage_k(j);
+    auto issue_s = [&](uint32_t kbuf) {
 #pragma unroll
         for (int kk = 0; kk < WG_D / 16; ++kk) {
             const uint32_t koff = (kk >> 2) * S::HALF_TILE + (kk & 3) * 32;
@@ -496,8 +661,7 @@ __global__ void __launch_bounds__(wg_shape_t<KT>::THREADS, 1)
         wg_commit();
     };
     /* O += P V_j from the A fragments in a (asynchronous). */
-    auto issue_pv = [&](int j, const uint32_t(&a)[KS][4]) {
-        const uint32_t vbuf = stage_k(j) + S::TILE;
+    auto issue_pv = [&](uint32_t vbuf, const uint32_t(&a)[KS][4]) {
 #pragma unroll
         for (int ks = 0; ks < KS; ++ks) wg_mma_rs<T>(o, a[ks], wg_desc(vbuf + ks * 16 * 128, S::HALF_TILE, 1024));
         wg_commit();
@@ -576,50 +740,215 @@ __global__ void __launch_bounds__(wg_shape_t<KT>::THREADS, 1)
     fence_proxy_async();
     cta_sync();
     if (wg_has_rows && ntiles > 0) {
-        if (TMA) tma_wait(0);
+        if (PRODUCER) slot_wait(tile_base);
+        else if (TMA) tma_wait(0);
         wg_fence();
-        issue_s(0);
+        issue_s(PRODUCER ? slot_at(tile_base) : stage_of(slot(0)));
         wg_wait<0>();
         wg_hold(s);
         softmax(0, pa[0]);
     }
+    /* The producer body's ring entry ls of the item is read: every tensor-core warp
+     * arrives on its empty barrier (the last NSLOTS of an item are freed after the
+     * epilogue, which stages its output in the ring). */
+    auto release = [&](int ls) {
+        if (lane == 0 && ls + NSLOTS < nring) mbar_arrive(slot_empty(tile_base + ls));
+    };
+    if (DEC && ntiles > 0) {
+        if (!wg_has_rows) slot_wait(tile_base);
+        release(0); /* K_0 */
+    }
     /* The GEMMs and softmax of iteration t (none for a warpgroup without rows):
      * P_t V_t from pa[t % 2], softmax of tile t+1 into pa[(t+1) % 2]. Each branch
      * issues and retires its own wgmma groups (a group left in flight across a branch
-     * makes the compiler serialise every wgmma). tile_ready(t + 1) waits for the tile
-     * S_{t+1} reads, where the caller has not. */
-    auto compute = [&](int t, auto cur, auto tile_ready, bool has_rows) {
+     * makes the compiler serialise every wgmma). K_{t+1} is at k_next, V_t at v_t;
+     * next_ready waits for K_{t+1} (or its stage) and v_ready for V_t, where the caller
+     * has not; k_read is told once S_{t+1} has read K_{t+1}. */
+    auto compute = [&](int t, auto cur, uint32_t k_next, uint32_t v_t, auto next_ready, auto v_ready, auto k_read,
+                       bool has_rows) {
         constexpr int C = decltype(cur)::value;
         if (has_rows && t + 1 < ntiles) {
-            tile_ready(t + 1);
+            next_ready();
+            v_ready();
             wg_hold(o);
             wg_fence();
-            issue_s(t + 1);
-            issue_pv(t, pa[C]);
+            issue_s(k_next);
+            issue_pv(v_t, pa[C]);
             wg_wait<1>();
+            k_read();
             wg_hold(s);
             softmax(t + 1, pa[1 - C]);
             wg_wait_all_after(l[0] + l[1]);
             wg_hold(o);
             rescale_o();
         } else if (has_rows) {
+            v_ready();
             wg_hold(o);
             wg_fence();
-            issue_pv(t, pa[C]);
+            issue_pv(v_t, pa[C]);
             wg_wait<0>();
             wg_hold(o);
         }
     };
+    /* Decode tile i in ring slot ls of the item, computed by the warpgroup that owns its
+     * stream's rows; the other warpgroup waits for it to land and frees it. A stream's
+     * p <= 8 queries are too few for a 64-row tile, so the GEMMs are transposed, the
+     * tile's keys (and V's dims) filling M and the queries N = 8 (the 8-row group of Q
+     * that holds them, the others ignored): S^T = K Q^T in two m64n8 blocks of 64 keys,
+     * a column softmax whose max and sum cross the 4 warps through shared memory, P^T
+     * into the K half of the stage, which S^T has finished reading, and O^T = V^T P^T
+     * in two m64n8 blocks of 64 dims. The tensor cores do 1/16 of a context tile's
+     * work. The tile leaves its partial (m, l, O) in decode slot k for the merge. The
+     * thread holds keys (or dims) mb*64 + 16*(warp%4) + lane/4 + 8h and queries
+     * 2*(lane%4) + e, at [mb][2h + e]. */
+    auto wg_bar = [&]() { asm volatile("bar.sync %0, 128;\n" ::"r"(2 + wg) : "memory"); };
+    auto dec_tile = [&](int i, int ls) {
+        const int sl = tile_base + ls, k = i % dec_tiles;
+        int w;
+        const int row = dec_job_row(c, dp, i / dec_tiles, w);
+        slot_wait(sl);
+        slot_wait(sl + 1);
+        if (w == wg) {
+            const int row0 = row & ~7, wq = warp & 3;
+            float *red = dec_red + wg * 64;
+            const uint32_t kbuf = slot_at(sl), vbuf = slot_at(sl + 1);
+            unsigned char *pt = pipe + (sl % NSLOTS) * S::TILE;       /* P^T over K */
+            unsigned char *pv = pipe + ((sl + 1) % NSLOTS) * S::TILE; /* V */
+            float st[2][4], ot[2][4];
+            wg_fence();
+#pragma unroll
+            for (int mb = 0; mb < 2; ++mb)
+#pragma unroll
+                for (int kk = 0; kk < WG_D / 16; ++kk)
+                    wg_mma_n8<T, 0>(st[mb], wg_desc(kbuf + (kk >> 2) * S::HALF_TILE + mb * 64 * 128 + (kk & 3) * 32, 16, 1024),
+                                    wg_desc(smem_addr(q_s) + row0 * 128 + (kk >> 2) * S::Q_HALF + (kk & 3) * 32, 16, 1024),
+                                    kk > 0);
+            wg_commit();
+            wg_wait<0>();
+            wg_hold(st[0]);
+            wg_hold(st[1]);
+            /* the column maxima, masked past the stream's decode keys; V's rows there are
+             * zeroed (a paged block's free rows hold anything, NaN included, and
+             * 0 * NaN would reach O) */
+            const int nvalid = min(KT, P.dec_keys - k * KT);
+            if constexpr (ADDR == ADDR_PAGED) {
+                for (int x = (tid & 127) + nvalid * 16; x < KT * 16; x += 128)
+                    *reinterpret_cast<uint4 *>(pv + (x & 8) / 8 * S::HALF_TILE + (x >> 4) * 128 + (x & 7) * 16) =
+                        make_uint4(0, 0, 0, 0);
+            }
+            float mx[2] = {-INFINITY, -INFINITY};
+#pragma unroll
+            for (int mb = 0; mb < 2; ++mb)
+#pragma unroll
+                for (int x = 0; x < 4; ++x) {
+                    const int key = mb * 64 + wq * 16 + (lane >> 2) + 8 * (x >> 1);
+                    if (key >= nvalid) st[mb][x] = -INFINITY;
+                    mx[x & 1] = fmaxf(mx[x & 1], st[mb][x]);
+                }
+#pragma unroll
+            for (int e = 0; e < 2; ++e) {
+#pragma unroll
+                for (int o = 4; o < 32; o <<= 1) mx[e] = fmaxf(mx[e], __shfl_xor_sync(0xffffffffu, mx[e], o));
+                if (lane < 4) red[wq * 8 + 2 * lane + e] = mx[e];
+            }
+            wg_bar();
+            float m[2], l[2] = {0.f, 0.f};
+#pragma unroll
+            for (int e = 0; e < 2; ++e) {
+                const int col = 2 * (lane & 3) + e;
+                /* every tile has a valid key, so the max is finite */
+                m[e] = fmaxf(fmaxf(red[col], red[8 + col]), fmaxf(red[16 + col], red[24 + col])) * P.scale_log2;
+#pragma unroll
+                for (int mb = 0; mb < 2; ++mb)
+#pragma unroll
+                    for (int h = 0; h < 2; ++h) {
+                        const int key = mb * 64 + wq * 16 + (lane >> 2) + 8 * h;
+                        const float pv = fast_exp2(fmaf(st[mb][2 * h + e], P.scale_log2, -m[e]));
+                        l[e] += pv;
+                        *reinterpret_cast<T *>(pt + (key >> 6) * 1024 + col * 128 + ((((key & 63) >> 3) ^ col) << 4) +
+                                               (key & 7) * 2) = dt<T>::from_f(pv);
+                    }
+#pragma unroll
+                for (int o = 4; o < 32; o <<= 1) l[e] += __shfl_xor_sync(0xffffffffu, l[e], o);
+                if (lane < 4) red[32 + wq * 8 + 2 * lane + e] = l[e];
+            }
+            fence_proxy_async(); /* P^T, written through the generic proxy, is read by wgmma */
+            wg_bar();
+            wg_fence();
+#pragma unroll
+            for (int mb = 0; mb < 2; ++mb)
+#pragma unroll
+                for (int ks = 0; ks < KT / 16; ++ks)
+                    wg_mma_n8<T, 1>(ot[mb], wg_desc(vbuf + mb * S::HALF_TILE + ks * 16 * 128, S::HALF_TILE, 1024),
+                                    wg_desc(kbuf + (ks >> 2) * 1024 + (ks & 3) * 32, 16, 1024), ks > 0);
+            wg_commit();
+            wg_wait<0>();
+            wg_hold(ot[0]);
+            wg_hold(ot[1]);
+            const int stream = dec_stream(c, row), col0 = row - row0;
+#pragma unroll
+            for (int e = 0; e < 2; ++e) {
+                const int col = 2 * (lane & 3) + e;
+                if (col < col0 || col >= col0 + P.group) continue;
+                const int64_t slot_id = ((int64_t)stream * P.heads + c.head * P.group + col - col0) * P.nslots +
+                                        P.slot_base + P.splits + k;
+#pragma unroll
+                for (int mb = 0; mb < 2; ++mb)
+#pragma unroll
+                    for (int h = 0; h < 2; ++h)
+                        P.ws_acc[slot_id * WG_D + mb * 64 + wq * 16 + (lane >> 2) + 8 * h] = ot[mb][2 * h + e];
+                if (wq == 0 && lane < 4)
+                    P.ws_ml[slot_id] = make_float2(m[e] * ATTN_LN2, red[32 + col] + red[40 + col] + red[48 + col] + red[56 + col]);
+            }
+        }
+        release(ls);
+        release(ls + 1);
+    };
     /* Iteration t with its loads. The buffer index of pa must be a constant (register
-     * arrays), so the loop runs in pairs. */
+     * arrays), so the loop runs in pairs. With decode tiles, the ring slot of context
+     * tile t (ls_t, within the item) and the group sizing run on from one to the next. */
+    int ring_next = 1, dec_acc = 0, dec_given = 0; /* the producer body: K_0 took entry 0 */
     auto step = [&](int t, auto cur) {
+        if constexpr (PRODUCER && !DEC) {
+            /* tile t in slot t; a warpgroup without rows waits for each tile to land
+             * before it frees it (so that it cannot arrive for a slot's next tile in the
+             * current phase) */
+            if (wg_has_rows)
+                compute(t, cur, slot_at(tile_base + t + 1), slot_at(tile_base + t) + S::TILE,
+                        [&]() { slot_wait(tile_base + t + 1); }, []() {}, []() {}, true);
+            else
+                slot_wait(tile_base + t);
+            release(t);
+            return;
+        }
+        if constexpr (DEC) {
+            /* Entries in ring_order: K_{t+1}, V_t, then group t's K and V tiles. A
+             * warpgroup without rows waits for each to land before it frees it. */
+            const int lk = t + 1 < ntiles ? ring_next++ : -1, lv = ring_next++;
+            const int g = dec_group(dp, t, ntiles, dec_acc, dec_given), lg = ring_next;
+            ring_next += 2 * g;
+            if (wg_has_rows) {
+                compute(t, cur, lk >= 0 ? slot_at(tile_base + lk) : 0u, slot_at(tile_base + lv),
+                        [&]() { slot_wait(tile_base + lk); }, [&]() { slot_wait(tile_base + lv); },
+                        [&]() { release(lk); }, true);
+            } else {
+                if (lk >= 0) slot_wait(tile_base + lk);
+                slot_wait(tile_base + lv);
+                if (lk >= 0) release(lk);
+            }
+            release(lv);
+            for (int k = 0; k < g; ++k) dec_tile(dec_given + k, lg + 2 * k);
+            dec_given += g;
+            return;
+        }
         if (TMA) {
             if (!wg_has_rows) return;
             /* Paged: every warp looks up the blocks of the tile it may refill its stage
              * with before computing, whichever warp turns out to refill it. */
             tile_boxes next{};
-            if (!PRODUCER && ADDR == ADDR_PAGED && lane == 0 && t + WG_STAGES < ntiles) next = look_up(t + WG_STAGES);
-            compute(t, cur, tma_wait, true);
+            if (ADDR == ADDR_PAGED && lane == 0 && t + WG_STAGES < ntiles) next = look_up(t + WG_STAGES);
+            compute(t, cur, stage_of(slot(t + 1)), stage_of(slot(t)) + S::TILE, [&]() { tma_wait(t + 1); }, []() {},
+                    []() {}, true);
             /* Tile t is read (S_t one step ago, P_t V_t now): the last reading warp frees
              * its stage for the producer, or refills it with tile t + STAGES. (The last
              * STAGES tiles of an item are freed after the epilogue, which stages its
@@ -627,10 +956,7 @@ __global__ void __launch_bounds__(wg_shape_t<KT>::THREADS, 1)
              * races with the next round's arrivals. */
             if (lane == 0) {
                 unsigned int n = atomicAdd(&released[slot(t) % WG_STAGES], 1u) + 1u;
-                if (n == readers * (unsigned)(t / WG_STAGES + 1) && t + WG_STAGES < ntiles) {
-                    if (PRODUCER) mbar_arrive(smem_addr(&empty[slot(t) % WG_STAGES]));
-                    else tma_tile(t + WG_STAGES, next);
-                }
+                if (n == readers * (unsigned)(t / WG_STAGES + 1) && t + WG_STAGES < ntiles) tma_tile(t + WG_STAGES, next);
             }
             return;
         }
@@ -641,13 +967,15 @@ __global__ void __launch_bounds__(wg_shape_t<KT>::THREADS, 1)
         cp_async_commit();
         const bool fetch = tid < KT && t + WG_STAGES < ntiles;
         const int next_block = fetch ? row_block(t + WG_STAGES, tid) : 0;
-        compute(t, cur, [](int) {}, wg_has_rows);
+        compute(t, cur, stage_of(t + 1), stage_of(t) + S::TILE, []() {}, []() {}, []() {}, wg_has_rows);
         if (fetch) off_ring[((t + WG_STAGES) % WG_STAGES) * KT + tid] = row_index(t + WG_STAGES, tid, next_block);
     };
     for (int t = 0; t < ntiles; t += 2) {
         step(t, std::integral_constant<int, 0>());
         if (t + 1 < ntiles) step(t + 1, std::integral_constant<int, 1>());
     }
+    if (DEC && ntiles == 0)
+        for (int i = 0; i < dp.ntiles; ++i) dec_tile(i, 2 * i);
 
     cp_async_wait<0>();
     cta_sync();
@@ -673,10 +1001,10 @@ __global__ void __launch_bounds__(wg_shape_t<KT>::THREADS, 1)
         fence_proxy_async();
         cta_sync();
         if (tid == 0)
-            for (int j = ntiles > WG_STAGES ? ntiles - WG_STAGES : 0; j < ntiles; ++j)
-                mbar_arrive(smem_addr(&empty[slot(j) % WG_STAGES]));
+            for (int j = nring > NSLOTS ? nring - NSLOTS : 0; j < nring; ++j)
+                mbar_arrive(slot_empty(tile_base + j), WG_THREADS / 32);
     }
-    return ntiles;
+    return TMA ? nring : ntiles;
     };
 
     if (PERSIST) {

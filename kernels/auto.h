@@ -23,6 +23,9 @@ double auto_predict_bifurcated_us(const problem_t *p, const attn_plan_t *plan, c
 /* The key tile of the wgmma body a `bifurcated` plan runs its context part on (64, or
  * 128: bif_wide_fits), or 0 for the mma.sync body (bifurcated.cu). */
 int bifurcated_context_on_wgmma(const attn_plan_t *plan);
+/* Whether a `bifurcated` plan's wide wgmma body streams the decode part itself
+ * (bifurcated.cu: bif_dec_streamable). */
+int bifurcated_streams_decode(const attn_plan_t *plan);
 
 #ifdef __cplusplus
 }

@@ -18,8 +18,11 @@
  *     --cache contiguous reads K_c/V_c [B, 2, g, m_c, d]; --cache paged reads the
  *     floor(m_c/S) full context blocks, shared by the request's W streams, through
  *     the block table of stream b*W.
- *  2. Decode part: `fused`'s KEYSPLIT body per (stream, kv head) over the stream's
- *     own keys: K_d/V_d [B*W, 2, g, m_d, d] (contiguous) or, paged, every position
+ *  2. Decode part. Where the context part runs on the 128-key wgmma body and a
+ *     stream's queries are p <= 8 rows (bif_dec_streamable), that body streams it
+ *     too, its tiles between the context tiles (attn_wgmma.cuh: decode tiles), one
+ *     partial per 128 keys of each stream; else `fused`'s KEYSPLIT body per (stream,
+ *     kv head) over the stream's own keys: K_d/V_d [B*W, 2, g, m_d, d] (contiguous) or, paged, every position
  *     from the partly filled last context block on (those blocks are per stream);
  *     indirection reads the source stream's decoded K/V. Beside a persistent
  *     context grid, the register-streaming body (attn_stream.cuh) on the SMs that
@@ -27,7 +30,7 @@
  *  3. The log-sum-exp merge of the context splits and decode splits of each
  *     (stream, head) into out: by the decode part's last CTA of each (stream, kv
  *     head) where the decode part runs after the context part (mma.sync body),
- *     else (the decode part beside the wgmma body, or many partials) a merge
+ *     else (the decode part in or beside the wgmma body, or many partials) a merge
  *     launch.
  * fp32 and head dims without a tensor-core instantiation run both parts on the
  * CUDA-core body. */
@@ -60,9 +63,11 @@ static attn_kernel_fn ctx_fn_t(int d, int addr)
 }
 
 /* plan->variant: the decode part's chunk (a multiple of the key tile), with these bits
- * set when the context part runs on the wgmma body, and with its wide key tiles. */
+ * set when the context part runs on the wgmma body, with its wide key tiles, and when
+ * that body streams the decode part itself (bif_dec_in_cta_fits). */
 #define BIF_WGMMA 1
 #define BIF_WIDE 2
+#define BIF_DEC_IN_CTA 4
 
 /* The two sizes the context body is chosen by, at the measured peaks (or H200's
  * where none was measured, as under `verify`): the context part's tensor-core time
@@ -107,6 +112,7 @@ static bool bif_wgmma(const attn_plan_t *plan) { return plan && (plan->variant &
 /* Whether the plan splits the SMs between the parts (bif_ctx_sms, only with the wgmma body). */
 static bool bif_split(const attn_plan_t *plan) { return plan && plan->ctx_sms > 0; }
 static bool bif_wide(const attn_plan_t *plan) { return plan && (plan->variant & BIF_WIDE); }
+static bool bif_dec_in_cta(const attn_plan_t *plan) { return plan && (plan->variant & BIF_DEC_IN_CTA); }
 
 /* Whether the wgmma body's tiles come through the TMA: on a contiguous cache, and on
  * a paged one with blocks of at least WG_TMA_MIN_BLOCK keys (a box or two per tile).
@@ -116,48 +122,39 @@ static bool bif_tma(const problem_t *p)
     return p->cache == CACHE_CONTIGUOUS || p->block_size >= WG_TMA_MIN_BLOCK;
 }
 
-/* Wide (128-key) tiles take the whole SM, so the decode part no longer runs beside
- * the context part but on the SMs the context grid leaves and frees. They pay off
- * where the decode part is small next to the context part's tensor-core time, and
- * wherever that time is large, whatever the decode part: a lean decode CTA beside
- * a 64-key context CTA overlapped little with it, and the 64-key body's slower
- * tensor-core work cost more (H200, results/h200/probe-bifurcated/parts.csv:
- * g = 32, W = 1024, 8k, with 2.1 GB of decode traffic and 160 us of context work,
- * 812 us against 886 us; with a small context part, at a decode share of 0.74,
- * wide tiles were 14% slower with 10 us of context work). */
-#define BIF_WIDE_MAX_DECODE_SHARE 0.25
-#define BIF_WIDE_LARGE_CONTEXT_US 50.0
-static bool bif_wide_fits(const problem_t *p, const device_info_t *dev)
-{
-    if (!bif_tma(p)) return false;
-    const double ctx_us = bif_ctx_flop_us(p, dev);
-    return bif_dec_read_us(p, dev) < BIF_WIDE_MAX_DECODE_SHARE * ctx_us || ctx_us >= BIF_WIDE_LARGE_CONTEXT_US;
-}
+extern "C" int bifurcated_streams_decode(const attn_plan_t *plan) { return bif_dec_in_cta(plan); }
 
 extern "C" int bifurcated_context_on_wgmma(const attn_plan_t *plan)
 {
     return !bif_wgmma(plan) ? 0 : bif_wide(plan) ? WG_KT_WIDE : WG_KT;
 }
 
-typedef void (*wgmma_ctx_fn)(const attn_params_t, const CUtensorMap);
+typedef void (*wgmma_ctx_fn)(const attn_params_t, const CUtensorMap, const CUtensorMap);
 
-/* persist: the persistent grid of an SM split (contiguous cache only, bif_ctx_sms) */
+/* persist: the persistent grid of an SM split (contiguous cache only, bif_ctx_sms);
+ * dec: the wide body streams the decode part (bif_dec_in_cta) */
 template <typename T>
-static wgmma_ctx_fn wgmma_fn_t(int addr, bool tma, bool wide, bool persist)
+static wgmma_ctx_fn wgmma_fn_t(int addr, bool tma, bool wide, bool persist, bool dec)
 {
     if (addr == ADDR_PAGED && !tma) return attn_wgmma_ctx_kernel<T, ADDR_PAGED, false>;
-    if (addr == ADDR_PAGED)
-        return wide ? attn_wgmma_ctx_kernel<T, ADDR_PAGED, true, WG_KT_WIDE> : attn_wgmma_ctx_kernel<T, ADDR_PAGED, true>;
+    if (addr == ADDR_PAGED && wide)
+        return dec ? attn_wgmma_ctx_kernel<T, ADDR_PAGED, true, WG_KT_WIDE, false, true>
+                   : attn_wgmma_ctx_kernel<T, ADDR_PAGED, true, WG_KT_WIDE>;
+    if (addr == ADDR_PAGED) return attn_wgmma_ctx_kernel<T, ADDR_PAGED, true>;
     if (persist)
         return wide ? attn_wgmma_ctx_kernel<T, ADDR_CTX, true, WG_KT_WIDE, true>
                     : attn_wgmma_ctx_kernel<T, ADDR_CTX, true, WG_KT, true>;
-    return wide ? attn_wgmma_ctx_kernel<T, ADDR_CTX, true, WG_KT_WIDE> : attn_wgmma_ctx_kernel<T, ADDR_CTX, true>;
+    if (wide)
+        return dec ? attn_wgmma_ctx_kernel<T, ADDR_CTX, true, WG_KT_WIDE, false, true>
+                   : attn_wgmma_ctx_kernel<T, ADDR_CTX, true, WG_KT_WIDE>;
+    return attn_wgmma_ctx_kernel<T, ADDR_CTX, true>;
 }
-static wgmma_ctx_fn wgmma_pick(const problem_t *p, int addr, bool wide, bool persist)
+static wgmma_ctx_fn wgmma_pick(const problem_t *p, const attn_plan_t *plan)
 {
-    const bool tma = bif_tma(p);
-    return p->dtype == DTYPE_FP16 ? wgmma_fn_t<__half>(addr, tma, wide, persist)
-                                  : wgmma_fn_t<__nv_bfloat16>(addr, tma, wide, persist);
+    const int addr = p->cache == CACHE_PAGED ? ADDR_PAGED : ADDR_CTX;
+    const bool tma = bif_tma(p), wide = bif_wide(plan), persist = bif_split(plan), dec = bif_dec_in_cta(plan);
+    return p->dtype == DTYPE_FP16 ? wgmma_fn_t<__half>(addr, tma, wide, persist, dec)
+                                  : wgmma_fn_t<__nv_bfloat16>(addr, tma, wide, persist, dec);
 }
 static int wgmma_smem(bool wide) { return wide ? wg_shape_t<WG_KT_WIDE>::SMEM : wg_shape::SMEM; }
 static int wgmma_threads(bool wide) { return wide ? wg_shape_t<WG_KT_WIDE>::THREADS : wg_shape::THREADS; }
@@ -191,6 +188,41 @@ static int bif_dec_row_tiles(const problem_t *p)
     return (problem_group(p) + rows - 1) / rows;
 }
 
+/* The wide body streams the decode part itself, its tiles interleaved with the context
+ * tiles in its ring (attn_wgmma_ctx_kernel: decode tiles), so that the decode part's
+ * DRAM traffic runs under the context part's tensor-core work; beside the wide CTA,
+ * which holds the whole SM, a decode CTA found room only as context CTAs finished.
+ * It takes a stream's queries as one 8-row group of its tile (p of 1, 2, 4 or 8) and
+ * reads each tile of keys whole (no indirection, which moves single keys). */
+static bool bif_dec_streamable(const problem_t *p)
+{
+    const int g = problem_group(p);
+    return bif_tma(p) && !p->indirection && (g == 1 || g == 2 || g == 4 || g == 8) && bif_dec_keys(p) > 0;
+}
+
+/* Wide (128-key) tiles take the whole SM. Where the wide body streams the decode part
+ * itself (bif_dec_streamable) they pay off once the W*p rows fill both warpgroups of a
+ * CTA: H200, results/h200/dec-in-cta/ (wide against the 64-key body with the decode
+ * part beside it), g = 8 at 8k, W = 64-256, 7-14% faster, g = 32 at 8k, W = 256, 11%;
+ * g = 32, W = 64 (one warpgroup idle) at 16k, 5% slower. Elsewhere the decode part runs
+ * on the SMs the context grid leaves and frees, and wide tiles pay off where the decode
+ * part is small next to the context part's tensor-core time, and wherever that time is
+ * large, whatever the decode part: a lean decode CTA beside a 64-key context CTA
+ * overlapped little with it, and the 64-key body's slower tensor-core work cost more
+ * (H200, results/h200/probe-bifurcated/parts.csv: g = 32, W = 1024, 8k, with 2.1 GB of
+ * decode traffic and 160 us of context work, 812 us against 886 us; with a small
+ * context part, at a decode share of 0.74, wide tiles were 14% slower with 10 us of
+ * context work). */
+#define BIF_WIDE_MAX_DECODE_SHARE 0.25
+#define BIF_WIDE_LARGE_CONTEXT_US 50.0
+static bool bif_wide_fits(const problem_t *p, const device_info_t *dev)
+{
+    if (!bif_tma(p)) return false;
+    if (bif_dec_streamable(p)) return p->beam * problem_group(p) >= WG_ROWS;
+    const double ctx_us = bif_ctx_flop_us(p, dev);
+    return bif_dec_read_us(p, dev) < BIF_WIDE_MAX_DECODE_SHARE * ctx_us || ctx_us >= BIF_WIDE_LARGE_CONTEXT_US;
+}
+
 /* The plan's split is the context part's; its variant the decode part's chunk. */
 typedef struct bif_splits { split_plan_t ctx, dec; int ctx_slots, nslots; } bif_splits_t;
 
@@ -200,8 +232,9 @@ static bif_splits_t bif_resolve(const problem_t *p, const attn_plan_t *plan)
     const int ck = bif_ctx_keys(p), dk = bif_dec_keys(p);
     if (plan && plan->split.splits >= 1 && plan->split.chunk >= 1) s.ctx = plan->split;
     else s.ctx = split_plan_fixed(ck, 1, ATTN_KEY_TILE);
-    int chunk = plan ? plan->variant & ~(BIF_WGMMA | BIF_WIDE) : 0;
+    int chunk = plan ? plan->variant & ~(BIF_WGMMA | BIF_WIDE | BIF_DEC_IN_CTA) : 0;
     if (chunk < 1) chunk = (dk + ATTN_KEY_TILE - 1) / ATTN_KEY_TILE * ATTN_KEY_TILE;
+    if (bif_dec_in_cta(plan)) chunk = WG_KT_WIDE; /* a partial per wide tile of each stream's keys */
     s.dec.chunk = chunk;
     s.dec.splits = (dk + chunk - 1) / chunk;
     s.ctx_slots = ck > 0 ? s.ctx.splits : 0;
@@ -275,9 +308,10 @@ static void bif_plan(const problem_t *p, const device_info_t *dev, attn_plan_t *
                          : split_plan_fixed(1, 1, ATTN_KEY_TILE);
     if (wgmma && p->splits == 0 && plan->split.splits > BIF_WGMMA_MAX_SPLITS)
         plan->split = split_plan_fixed(ck, BIF_WGMMA_MAX_SPLITS, wide ? WG_KT_WIDE : ATTN_KEY_TILE);
+    const bool in_cta = ck > 0 && wide && bif_dec_streamable(p);
     plan->variant = attn_split(p, dev, dec_items, bif_dec_keys(p), attn_ctas_per_sm(p, true, dev)).chunk |
-                    (wgmma ? BIF_WGMMA : 0) | (wide ? BIF_WIDE : 0);
-    plan->ctx_sms = wgmma && ck > 0 ? bif_ctx_sms(p, dev, ctx_items * plan->split.splits, wide) : 0;
+                    (wgmma ? BIF_WGMMA : 0) | (wide ? BIF_WIDE : 0) | (in_cta ? BIF_DEC_IN_CTA : 0);
+    plan->ctx_sms = wgmma && ck > 0 && !in_cta ? bif_ctx_sms(p, dev, ctx_items * plan->split.splits, wide) : 0;
 }
 
 /* Partials, then one completion counter per (stream, kv head, decode row tile). */
@@ -303,7 +337,7 @@ static size_t bif_workspace_bytes(const problem_t *p, const attn_plan_t *plan)
  * launch. */
 static bool bif_concurrent(const problem_t *p, const attn_plan_t *plan)
 {
-    return bif_wgmma(plan) && bif_ctx_keys(p) > 0;
+    return bif_wgmma(plan) && bif_ctx_keys(p) > 0 && !bif_dec_in_cta(plan);
 }
 
 /* The decode part's ring: lean beside the context part, so that it fits on its SMs. Setup
@@ -342,25 +376,27 @@ static int bif_dec_addr(const problem_t *p) { return p->cache == CACHE_PAGED ? A
  * capturable sequence on the caller's stream. */
 typedef struct bif_state {
     CUtensorMap ctx_map; /* the wgmma body's TMA view of K_c/V_c or the paged pool */
+    CUtensorMap dec_map; /* and of K_d/V_d, where it streams the decode part (contiguous) */
     cudaStream_t side;
     cudaEvent_t fork, started, join; /* started: every CTA of the context grid has begun */
 } bif_state_t;
 
-/* The context for the TMA, in boxes 64 elements (128 bytes, the widest the 128-byte
- * swizzle takes) wide: contiguous, K_c/V_c [B, 2, g, m_c, d] as B*2*g matrices of m_c
- * rows in boxes of a key tile, zero past m_c; paged (bif_tma), the pool
- * [blocks, 2, g, S, d] as blocks*2*g matrices of S rows in boxes of a key tile or a
- * block, the smaller. */
-static cudaError_t bif_encode_ctx_map(const attn_args_t *a, int key_tile, CUtensorMap *map)
+/* A TMA view of matrices of [rows, d] elements at base, in boxes 64 elements (128
+ * bytes, the widest the 128-byte swizzle takes) wide and box_rows rows, zero past the
+ * last row:
+ *  - the context (bif_encode_ctx_map): contiguous, K_c/V_c [B, 2, g, m_c, d] as B*2*g
+ *    matrices of m_c rows in boxes of a key tile; paged (bif_tma), the pool
+ *    [blocks, 2, g, S, d] as blocks*2*g matrices of S rows in boxes of a key tile or a
+ *    block, the smaller;
+ *  - the decoded keys the wide body streams (contiguous): K_d/V_d [B*W, 2, g, m_d, d]
+ *    as B*W*2*g matrices of m_d rows in boxes of a key tile. */
+static cudaError_t bif_encode_map(const void *base, int d, cuuint64_t rows, cuuint64_t matrices, int box_rows,
+                                  CUtensorMap *map)
 {
-    const problem_t *p = &a->problem;
-    const bool paged = p->cache == CACHE_PAGED;
     const cuuint64_t esize = 2;
-    const cuuint64_t rows = paged ? p->block_size : p->ctx;
-    const cuuint64_t matrices = (paged ? (cuuint64_t)a->num_blocks : (cuuint64_t)p->batch) * 2 * p->kv_heads;
-    cuuint64_t dims[3] = {(cuuint64_t)p->head_dim, rows, matrices};
+    cuuint64_t dims[3] = {(cuuint64_t)d, rows, matrices};
     cuuint64_t strides[2] = {dims[0] * esize, dims[0] * dims[1] * esize};
-    cuuint32_t box[3] = {64, (cuuint32_t)(paged && p->block_size < key_tile ? p->block_size : key_tile), 1};
+    cuuint32_t box[3] = {64, (cuuint32_t)box_rows, 1};
     cuuint32_t elem[3] = {1, 1, 1};
     /* through the runtime's driver entry point, so the binary needs no libcuda to start
      * (CPU-only machines run its tests) */
@@ -373,10 +409,24 @@ static cudaError_t bif_encode_ctx_map(const attn_args_t *a, int key_tile, CUtens
         cudaGetDriverEntryPointByVersion("cuTensorMapEncodeTiled", &sym, 12000, cudaEnableDefault, &found);
     if (err != cudaSuccess || found != cudaDriverEntryPointSuccess || !sym) return cudaErrorNotSupported;
     encode_fn encode = reinterpret_cast<encode_fn>(sym);
-    CUresult r = encode(map, CU_TENSOR_MAP_DATA_TYPE_UINT16, 3, const_cast<void *>(paged ? a->kv : a->kv_ctx), dims, strides, box, elem,
+    CUresult r = encode(map, CU_TENSOR_MAP_DATA_TYPE_UINT16, 3, const_cast<void *>(base), dims, strides, box, elem,
                         CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B, CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
                         CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
     return r == CUDA_SUCCESS ? cudaSuccess : cudaErrorInvalidValue;
+}
+static cudaError_t bif_encode_ctx_map(const attn_args_t *a, int key_tile, CUtensorMap *map)
+{
+    const problem_t *p = &a->problem;
+    if (p->cache == CACHE_PAGED)
+        return bif_encode_map(a->kv, p->head_dim, p->block_size, (cuuint64_t)a->num_blocks * 2 * p->kv_heads,
+                              p->block_size < key_tile ? p->block_size : key_tile, map);
+    return bif_encode_map(a->kv_ctx, p->head_dim, p->ctx, (cuuint64_t)p->batch * 2 * p->kv_heads, key_tile, map);
+}
+static cudaError_t bif_encode_dec_map(const attn_args_t *a, CUtensorMap *map)
+{
+    const problem_t *p = &a->problem;
+    return bif_encode_map(a->kv_dec, p->head_dim, p->gen, (cuuint64_t)problem_streams(p) * 2 * p->kv_heads,
+                          WG_KT_WIDE, map);
 }
 
 static void bif_teardown(attn_args_t *a)
@@ -400,12 +450,12 @@ static cudaError_t bif_setup(attn_args_t *a)
     if (!attn_tc_path(p)) return attn_setup_keysplit(p, bif_ctx_addr(p), ATTN_RING_DEFAULT);
     const bool wgmma = bif_wgmma(&a->plan), wide = bif_wide(&a->plan);
     const void *fn =
-        wgmma ? (const void *)wgmma_pick(p, bif_ctx_addr(p), wide, bif_split(&a->plan))
+        wgmma ? (const void *)wgmma_pick(p, &a->plan)
               : (const void *)ctx_pick(p, bif_ctx_addr(p));
     if (!fn) return cudaErrorInvalidValue;
     err = cudaFuncSetAttribute(fn, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                wgmma ? wgmma_smem(wide) : attn_smem_bytes(p, false));
-    if (err != cudaSuccess || !concurrent) return err;
+    if (err != cudaSuccess || !wgmma || bif_ctx_keys(p) == 0) return err;
     /* The largest carveout, so that a lean decode CTA fits beside a context CTA
      * (attn_setup_keysplit sets the same on the decode body). */
     err = cudaFuncSetAttribute(fn, cudaFuncAttributePreferredSharedMemoryCarveout, cudaSharedmemCarveoutMaxShared);
@@ -416,7 +466,13 @@ static cudaError_t bif_setup(attn_args_t *a)
     memset(st, 0, sizeof *st);
     a->state = st;
     err = bif_tma(p) ? bif_encode_ctx_map(a, wide ? WG_KT_WIDE : WG_KT, &st->ctx_map) : cudaSuccess;
-    if (err == cudaSuccess) err = cudaStreamCreateWithFlags(&st->side, cudaStreamNonBlocking);
+    if (err == cudaSuccess && bif_dec_in_cta(&a->plan) && p->cache == CACHE_CONTIGUOUS)
+        err = bif_encode_dec_map(a, &st->dec_map);
+    if (err != cudaSuccess || !concurrent) {
+        if (err != cudaSuccess) bif_teardown(a);
+        return err;
+    }
+    err = cudaStreamCreateWithFlags(&st->side, cudaStreamNonBlocking);
     if (err == cudaSuccess) err = cudaEventCreateWithFlags(&st->fork, cudaEventDisableTiming);
     if (err == cudaSuccess) err = cudaEventCreateWithFlags(&st->started, cudaEventDisableTiming);
     if (err == cudaSuccess) err = cudaEventCreateWithFlags(&st->join, cudaEventDisableTiming);
@@ -433,7 +489,7 @@ static cudaError_t bif_launch_wgmma(const attn_args_t *a, const attn_params_t *c
     const problem_t *p = &a->problem;
     const bif_state_t *st = static_cast<const bif_state_t *>(a->state);
     const bool wide = bif_wide(&a->plan);
-    wgmma_ctx_fn fn = wgmma_pick(p, bif_ctx_addr(p), wide, bif_split(&a->plan));
+    wgmma_ctx_fn fn = wgmma_pick(p, &a->plan);
     cudaLaunchAttribute attr;
     attr.id = cudaLaunchAttributeLaunchCompletionEvent;
     attr.val.launchCompletionEvent.event = st->started;
@@ -445,7 +501,7 @@ static cudaError_t bif_launch_wgmma(const attn_args_t *a, const attn_params_t *c
     cfg.stream = stream;
     cfg.attrs = &attr;
     cfg.numAttrs = bif_split(&a->plan) ? 1 : 0;
-    return cudaLaunchKernelEx(&cfg, fn, *cp, st->ctx_map);
+    return cudaLaunchKernelEx(&cfg, fn, *cp, st->ctx_map, st->dec_map);
 }
 
 /* The decode part of an SM split, one warp per (stream, kv head, split). */
@@ -469,8 +525,8 @@ static cudaError_t bif_launch(attn_args_t *a, cudaStream_t stream)
     if (s.nslots > 1 && !a->workspace) return cudaErrorInvalidValue;
     attn_params_t P = attn_params_base(a, s.nslots);
     bif_state_t *st = s.ctx_slots > 0 ? static_cast<bif_state_t *>(a->state) : NULL;
-    const bool concurrent = bif_concurrent(p, &a->plan);
-    if (concurrent && !st) return cudaErrorInvalidValue;
+    const bool concurrent = bif_concurrent(p, &a->plan), in_cta = bif_dec_in_cta(&a->plan);
+    if ((concurrent || in_cta) && !st) return cudaErrorInvalidValue;
     cudaStream_t dec_stream = concurrent ? st->side : stream;
     const bool split = concurrent && bif_split(&a->plan);
     cudaError_t err;
@@ -496,6 +552,7 @@ static cudaError_t bif_launch(attn_args_t *a, cudaStream_t stream)
         cp.key_begin = 0;
         cp.key_end = bif_ctx_keys(p);
         cp.slot_base = 0;
+        cp.dec_keys = in_cta ? bif_dec_keys(p) : 0;
         const int64_t ctas = attn_items(cp);
         if (ctas > INT_MAX) return cudaErrorInvalidConfiguration;
         if (wgmma) {
@@ -510,6 +567,8 @@ static cudaError_t bif_launch(attn_args_t *a, cudaStream_t stream)
         }
         if (err != cudaSuccess) return err;
     }
+
+    if (in_cta) return attn_launch_merge(p, &P, stream);
 
     attn_params_t dp = P;
     dp.kv = paged ? a->kv : a->kv_dec;
@@ -547,9 +606,9 @@ static cudaError_t bif_launch(attn_args_t *a, cudaStream_t stream)
 extern "C" const attn_kernel_t kernel_bifurcated = {
     "bifurcated",
     "bifurcated attention: context read once per request for all W*p queries (wgmma on Hopper at "
-    "d 128 and W*p >= 64 or 32 on a large context, else mma.sync), decode part per stream (beside "
-    "the wgmma part, on a second stream; for a large MHA decode part on the SMs a persistent "
-    "context grid leaves), log-sum-exp merge",
+    "d 128 and W*p >= 64 or 32 on a large context, else mma.sync), decode part per stream (streamed "
+    "by the 128-key wgmma part between its context tiles where p <= 8, else beside it on a second "
+    "stream or on the SMs a persistent context grid leaves), log-sum-exp merge",
     "contiguous (split context/decoded buffers), paged (shared context blocks); fp16, bf16 (tensor cores at "
     "d 64/80/96/128/256), fp32; d multiple of 8 up to 256; any h/g, W; indirection; --multi-block, --splits",
     attn_core_unsupported,

@@ -169,22 +169,26 @@ static void test_wide_wgmma_tiles_where_the_context_part_is_large_or_the_decode_
     device_info_t dev = h100();
     /* MQA: 128 decoded tokens per stream against 32k of context, tensor-core bound */
     assert_int_equal(on_wgmma(shape(1024, 1, 32768), &dev), 128);
-    /* MHA: the decode part reads more than the context part computes; with a small
-     * context part it runs beside the 64-key body, which leaves it room on the SM,
-     * and a large context part is worth the wide body alone */
+    /* MHA and GQA-8, whose decode part the wide body streams: wide once W*p fills
+     * both warpgroups, the 64-key body (the decode part beside it) below that */
     assert_int_equal(on_wgmma(shape(64, 32, 8192), &dev), 64);
-    assert_int_equal(on_wgmma(shape(256, 32, 16384), &dev), 128);
+    assert_int_equal(on_wgmma(shape(128, 32, 8192), &dev), 128);
     assert_int_equal(on_wgmma(shape(1024, 32, 8192), &dev), 128);
-    /* GQA-8: at 8k the decode part takes most of the context part's time, and with
-     * a small context part it runs beside the 64-key body; at 16k (half the share)
-     * a large context part is worth the wide body alone */
-    assert_int_equal(on_wgmma(shape(64, 8, 8192), &dev), 64);
-    assert_int_equal(on_wgmma(shape(1024, 8, 16384), &dev), 128);
-    /* a paged cache of 64-key blocks by the same rule (the TMA copies its blocks
+    assert_int_equal(on_wgmma(shape(16, 8, 8192), &dev), 64);
+    assert_int_equal(on_wgmma(shape(64, 8, 8192), &dev), 128);
+    /* with indirection the decode part runs beside the context part, and the old
+     * rule holds: with a small context part it runs beside the 64-key body, which
+     * leaves it room on the SM, and a large context part is worth the wide body */
+    problem_t ind = shape(256, 32, 8192);
+    ind.indirection = true;
+    assert_int_equal(on_wgmma(ind, &dev), 64);
+    ind.ctx = 32768;
+    assert_int_equal(on_wgmma(ind, &dev), 128);
+    /* a paged cache of 64-key blocks by the same rules (the TMA copies its blocks
      * too); smaller blocks keep the 64-key cp.async ring */
     problem_t mqa = paged(shape(1024, 1, 32768));
     assert_int_equal(on_wgmma(mqa, &dev), 128);
-    assert_int_equal(on_wgmma(paged(shape(64, 8, 8192)), &dev), 64);
+    assert_int_equal(on_wgmma(paged(shape(64, 8, 8192)), &dev), 128);
     mqa.block_size = 32;
     assert_int_equal(on_wgmma(mqa, &dev), 64);
 }
@@ -218,29 +222,72 @@ static int ctx_sms(problem_t p, const device_info_t *dev)
     return bifurcated_plan(p, dev).ctx_sms;
 }
 
+static problem_t indirect(problem_t p)
+{
+    p.indirection = true;
+    return p;
+}
+
 static void test_sm_split_where_the_mha_decode_part_outweighs_the_context_work(void **state)
 {
     (void)state;
     device_info_t dev = h100();
-    /* MHA, W = 1024 at 8k: 2.1 GB of decoded K/V against 160 us of context work */
-    int n = ctx_sms(shape(1024, 32, 8192), &dev);
+    /* MHA, W = 1024 at 8k, with indirection: 2.1 GB of decoded K/V against 160 us of
+     * context work */
+    int n = ctx_sms(indirect(shape(1024, 32, 8192)), &dev);
     assert_true(n > 0 && n < dev.sm_count);
+    /* without indirection the wide body streams the decode part itself */
+    assert_int_equal(ctx_sms(shape(1024, 32, 8192), &dev), 0);
     /* the whole GPU computes a context part that outweighs the decode part */
-    assert_int_equal(ctx_sms(shape(256, 32, 32768), &dev), 0);
-    assert_int_equal(ctx_sms(shape(64, 32, 16384), &dev), 0);
+    assert_int_equal(ctx_sms(indirect(shape(256, 32, 32768)), &dev), 0);
+    assert_int_equal(ctx_sms(indirect(shape(64, 32, 16384)), &dev), 0);
     /* groups of several heads keep their KEYSPLIT decode part, which streams no
      * faster on fewer SMs; and the paged cache is not split */
-    assert_int_equal(ctx_sms(shape(1024, 8, 8192), &dev), 0);
-    assert_int_equal(ctx_sms(paged(shape(1024, 32, 8192)), &dev), 0);
+    assert_int_equal(ctx_sms(indirect(shape(1024, 8, 8192)), &dev), 0);
+    assert_int_equal(ctx_sms(indirect(paged(shape(1024, 32, 8192))), &dev), 0);
     /* without measured peaks (verify) the H200's defaults plan the same way */
     dev.peak_read_gbps = 0;
     dev.peak_tc_tflops = 0;
-    problem_t p = shape(1024, 32, 2000);
+    problem_t p = indirect(shape(1024, 32, 2000));
     p.gen = 130;
     assert_true(ctx_sms(p, &dev) > 0);
     /* no wgmma context body, nothing to split */
     dev.cc = 80;
-    assert_int_equal(ctx_sms(shape(1024, 32, 8192), &dev), 0);
+    assert_int_equal(ctx_sms(indirect(shape(1024, 32, 8192)), &dev), 0);
+}
+
+/* The wide body streams the decode part between its context tiles where a stream's
+ * queries fit one 8-row group (p = 1, 2, 4, 8) and its keys are read tile by tile (no
+ * indirection), on the TMA path, once W*p fills both warpgroups. */
+static int streams(problem_t p, const device_info_t *dev)
+{
+    attn_plan_t plan = bifurcated_plan(p, dev);
+    return bifurcated_streams_decode(&plan);
+}
+
+static void test_wide_body_streams_the_decode_part(void **state)
+{
+    (void)state;
+    device_info_t dev = h100();
+    assert_true(streams(shape(512, 32, 8192), &dev));
+    assert_true(streams(shape(512, 8, 8192), &dev));
+    assert_true(streams(shape(64, 16, 8192), &dev));  /* p = 2 */
+    assert_true(streams(shape(16, 4, 8192), &dev));   /* p = 8, 128 rows */
+    assert_true(streams(paged(shape(512, 8, 8192)), &dev));
+    /* queries of more than one 8-row group per stream */
+    assert_false(streams(shape(512, 2, 8192), &dev)); /* p = 16 */
+    assert_false(streams(shape(512, 1, 8192), &dev));
+    /* indirection moves single keys */
+    assert_false(streams(indirect(shape(512, 8, 8192)), &dev));
+    /* one warpgroup of rows: the 64-key body, the decode part beside it */
+    assert_false(streams(shape(64, 32, 8192), &dev));
+    /* blocks of 16 keys take the cp.async ring */
+    problem_t small = paged(shape(512, 8, 8192));
+    small.block_size = 16;
+    assert_false(streams(small, &dev));
+    /* the decode part beside the mma.sync body elsewhere */
+    dev.cc = 80;
+    assert_false(streams(shape(512, 8, 8192), &dev));
 }
 
 static void test_few_streams_of_mqa_stay_fused(void **state)
@@ -365,6 +412,7 @@ int main(void)
         cmocka_unit_test(test_wide_wgmma_tiles_where_the_context_part_is_large_or_the_decode_part_small),
         cmocka_unit_test(test_wgmma_context_splits_capped_at_64),
         cmocka_unit_test(test_sm_split_where_the_mha_decode_part_outweighs_the_context_work),
+        cmocka_unit_test(test_wide_body_streams_the_decode_part),
         cmocka_unit_test(test_model_terms),
         cmocka_unit_test(test_plan_follows_the_picked_kernel),
         cmocka_unit_test(test_unsupported_by_bifurcated_falls_back),
