@@ -87,7 +87,7 @@ struct wg_shape_t {
     static constexpr int THREADS = WG_THREADS + (PRODUCER ? WG_PRODUCER_THREADS : 0);
     static_assert(STAGING <= PIPE, "epilogue staging fits in the drained ring");
     static_assert(BARRIERS >= 2 * WG_STAGES * 2 * 8 + WG_STAGES * 4, "the TMA barriers and release counts fit");
-    static_assert(RING >= BARRIERS + DEC_RED, "the barriers and the decode scratch fit in the ring");
+    static_assert(RING >= BARRIERS + DEC_RED + 2 * 8, "the barriers and the decode scratch fit in the ring");
     static_assert(KT * (WG_D / 8) % WG_THREADS == 0, "tile copy divides among the threads");
     static_assert(SMEM <= 227 * 1024, "fits an SM's opt-in shared memory");
 
@@ -325,6 +325,7 @@ __global__ void __launch_bounds__(wg_shape_t<KT>::THREADS, 1)
     unsigned int *released = reinterpret_cast<unsigned int *>(empty + NSLOTS);
     /* decode tiles: per tensor-core warpgroup, its 4 warps' column maxima, then sums */
     float *dec_red = reinterpret_cast<float *>(pipe + S::PIPE + S::BARRIERS);
+    uint64_t *dec_bar = reinterpret_cast<uint64_t *>(pipe + S::PIPE + S::BARRIERS + S::DEC_RED);
 
     const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5, wg = warp >> 2;
     const T *kv = static_cast<const T *>(P.kv);
@@ -335,6 +336,8 @@ __global__ void __launch_bounds__(wg_shape_t<KT>::THREADS, 1)
             /* the producer's slot is free once every tensor-core warp has arrived */
             mbar_init(smem_addr(&empty[j]), PRODUCER ? WG_THREADS / 32 : 1);
         }
+        if (DEC)
+            for (int w = 0; w < 2; ++w) mbar_init(smem_addr(&dec_bar[w]), WG_THREADS / 2);
         asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
     }
     /* The barrier of the two tensor-core warpgroups (named barrier 1 beside the
@@ -801,7 +804,15 @@ __global__ void __launch_bounds__(wg_shape_t<KT>::THREADS, 1)
      * work. The tile leaves its partial (m, l, O) in decode slot k for the merge. The
      * thread holds keys (or dims) mb*64 + 16*(warp%4) + lane/4 + 8h and queries
      * 2*(lane%4) + e, at [mb][2h + e]. */
-    auto wg_bar = [&]() { asm volatile("bar.sync %0, 128;\n" ::"r"(2 + wg) : "memory"); };
+    /* the warpgroup's own barrier: an mbarrier of its 128 threads, whose phases its
+     * threads count alike */
+    int wg_phase = 0;
+    auto wg_bar = [&]() {
+        const uint32_t bar = smem_addr(dec_bar + wg);
+        mbar_arrive(bar);
+        mbar_wait(bar, wg_phase);
+        wg_phase ^= 1;
+    };
     auto dec_tile = [&](int i, int ls) {
         const int sl = tile_base + ls, k = i % dec_tiles;
         int w;
