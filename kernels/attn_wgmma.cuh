@@ -383,9 +383,9 @@ __global__ void __launch_bounds__(wg_shape_t<KT>::THREADS, 1)
     auto look_up_in = [&](const cta_coord &c, int j) {
         return boxes_at(table_row(c.unit * P.addr_stream_mult), c.k_lo + j * KT, c.k_hi);
     };
-    /* TMA: a tile of kv head `head` into stage slot % STAGES, the stage's barrier
-     * expecting the K and V bytes: ADDR_CTX, rows [key, key + KT) of matrix `mat` (its V
-     * matrix g further) of map; paged, the boxes tb of the pool (ctx_map). */
+    /* TMA: the K (which = 0) or V (1) tile of kv head `head` to shared address dst on
+     * barrier bar: ADDR_CTX, rows [key, key + KT) of matrix `mat` (its V matrix g
+     * further) of map; paged, the boxes tb of the pool (ctx_map). */
     auto tma_kv_in = [&](const CUtensorMap *map, uint32_t dst, uint32_t bar, int mat, int key, int head,
                          const tile_boxes &tb, int which) {
         if constexpr (ADDR == ADDR_CTX) {
@@ -410,7 +410,7 @@ __global__ void __launch_bounds__(wg_shape_t<KT>::THREADS, 1)
         mbar_expect_tx(bar, 2 * S::TILE);
         tma_kv_in(map, ks, bar, mat, key, head, tb, 0);
         tma_kv_in(map, vs, bar, mat, key, head, tb, 1);
-    };
+    }; /* both into stage slot % STAGES, its barrier expecting their bytes */
     /* The producer body's ring slot h (a K or a V tile) and its barriers. */
     auto slot_at = [&](int h) { return smem_addr(pipe + (h % NSLOTS) * SLOT_BYTES); };
     auto slot_full = [&](int h) { return smem_addr(&full[h % NSLOTS]); };
@@ -483,7 +483,7 @@ __global__ void __launch_bounds__(wg_shape_t<KT>::THREADS, 1)
         return d.ntiles - given;
     };
     /* Decode tile i of the item c (tile i % dec_tiles of job i / dec_tiles): where it is
-     * (its stream's K_d/V_d matrix and first key, or its blocks), then into a stage. */
+     * (its stream's K_d/V_d matrix and first key, or its blocks). */
     struct dec_source { int mat, key; tile_boxes tb; };
     auto dec_look_up = [&](const cta_coord &c, const dec_plan &d, int i) {
         int w;
@@ -799,7 +799,7 @@ __global__ void __launch_bounds__(wg_shape_t<KT>::THREADS, 1)
      * tile's keys (and V's dims) filling M and the queries N = 8 (the 8-row group of Q
      * that holds them, the others ignored): S^T = K Q^T in two m64n8 blocks of 64 keys,
      * a column softmax whose max and sum cross the 4 warps through shared memory, P^T
-     * into the K half of the stage, which S^T has finished reading, and O^T = V^T P^T
+     * into the K tile's slot, which S^T has finished reading, and O^T = V^T P^T
      * in two m64n8 blocks of 64 dims. The tensor cores do 1/16 of a context tile's
      * work. The tile leaves its partial (m, l, O) in decode slot k for the merge. The
      * thread holds keys (or dims) mb*64 + 16*(warp%4) + lane/4 + 8h and queries
@@ -916,8 +916,8 @@ __global__ void __launch_bounds__(wg_shape_t<KT>::THREADS, 1)
         release(ls + 1);
     };
     /* Iteration t with its loads. The buffer index of pa must be a constant (register
-     * arrays), so the loop runs in pairs. With decode tiles, the ring slot of context
-     * tile t (ls_t, within the item) and the group sizing run on from one to the next. */
+     * arrays), so the loop runs in pairs. With decode tiles, the next ring entry of the
+     * item (ring_next) and the group sizing run on from one iteration to the next. */
     int ring_next = 1, dec_acc = 0, dec_given = 0; /* the producer body: K_0 took entry 0 */
     auto step = [&](int t, auto cur) {
         if constexpr (PRODUCER && !DEC) {

@@ -64,7 +64,7 @@ static attn_kernel_fn ctx_fn_t(int d, int addr)
 
 /* plan->variant: the decode part's chunk (a multiple of the key tile), with these bits
  * set when the context part runs on the wgmma body, with its wide key tiles, and when
- * that body streams the decode part itself (bif_dec_in_cta_fits). */
+ * that body streams the decode part itself (bif_dec_streamable). */
 #define BIF_WGMMA 1
 #define BIF_WIDE 2
 #define BIF_DEC_IN_CTA 4
