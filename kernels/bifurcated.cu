@@ -203,8 +203,8 @@ static bool bif_dec_streamable(const problem_t *p)
 /* Wide (128-key) tiles take the whole SM. Where the wide body streams the decode part
  * itself (bif_dec_streamable) they pay off once the W*p rows fill both warpgroups of a
  * CTA: H200, results/h200/dec-in-cta/ (wide against the 64-key body with the decode
- * part beside it), g = 8 at 8k, W = 64-256, 7-14% faster, g = 32 at 8k, W = 256, 11%;
- * g = 32, W = 64 (one warpgroup idle) at 16k, 5% slower. Elsewhere the decode part runs
+ * part beside it), g = 8 at 8k and 16k, W = 64-256, 5-15% faster, g = 32 at 8k,
+ * W = 256, 11%; g = 32, W = 64 (one warpgroup idle) at 16k, 6% slower. Elsewhere the decode part runs
  * on the SMs the context grid leaves and frees, and wide tiles pay off where the decode
  * part is small next to the context part's tensor-core time, and wherever that time is
  * large, whatever the decode part: a lean decode CTA beside a 64-key context CTA
