@@ -13,7 +13,8 @@
  *                merge launch's time per partial where its split grid is merged by
  *                one (MQA-like groups on a small grid: 103 splits of W = 1-2 at 32k
  *                took about 10 us beyond the rest);
- *   bifurcated:  a larger fixed cost (a context launch, a decode launch, and a merge
+ *   bifurcated:  a larger fixed cost (a context launch, a decode launch or the
+ *                decode part streamed by the 128-key context CTAs, and a merge
  *                launch with the wgmma context body or, with the mma.sync body, where
  *                W*p is too small for wgmma, a merge by the decode part's last CTAs),
  *                then its memory time (the context once per request) plus its
