@@ -347,19 +347,21 @@ __global__ void __launch_bounds__(wg_shape_t<KT>::THREADS, 1)
         else __syncthreads();
     };
 
-    /* The tiles of item c, and the stage (its K tile, its transaction barrier) of the
-     * CTA's tile number slot. */
+    /* The tiles of item c, and ring slot h of the CTA's sequence (a stage of a K and a V
+     * tile, or with DEC one of them; its K tile first), its barriers and the wait for it
+     * to land. */
     auto tiles_of = [&](const cta_coord &c) { return c.k_hi > c.k_lo ? (c.k_hi - c.k_lo + KT - 1) / KT : 0; };
-    auto stage_of = [&](int slot) { return smem_addr(pipe + (slot % WG_STAGES) * 2 * S::TILE); };
-    auto full_of = [&](int slot) { return smem_addr(&full[slot % WG_STAGES]); };
-    /* Paged: the block id of context key pos, from the request's first stream's table
-     * row (the context part reads no key that indirection moves, so none of kv_row_ref's
-     * indirection test), loaded before a warp's GEMMs and first used after them
-     * (kv_row_ref says why). */
+    auto slot_at = [&](int h) { return smem_addr(pipe + (h % NSLOTS) * SLOT_BYTES); };
+    auto slot_full = [&](int h) { return smem_addr(&full[h % NSLOTS]); };
+    auto slot_empty = [&](int h) { return smem_addr(&empty[h % NSLOTS]); };
+    auto slot_wait = [&](int h) { mbar_wait(slot_full(h), (h / NSLOTS) & 1); };
+    /* Paged: the block id of key pos from the block table row trow (the context part
+     * reads its request's first stream's row, and no key that indirection moves, so none
+     * of kv_row_ref's indirection test), loaded before a warp's GEMMs and first used
+     * after them (kv_row_ref says why). */
     auto table_row = [&](int stream) { return (int64_t)stream * P.geom.max_blocks_per_seq; };
-    auto block_of = [&](const cta_coord &c, int pos) {
-        return __ldg(P.table + table_row(c.unit * P.addr_stream_mult) + (pos >> P.geom.block_shift));
-    };
+    auto block_at = [&](int64_t trow, int pos) { return __ldg(P.table + trow + (pos >> P.geom.block_shift)); };
+    auto block_of = [&](const cta_coord &c, int pos) { return block_at(table_row(c.unit * P.addr_stream_mult), pos); };
     /* Paged: the boxes of tile j, a box per block the tile spans (S >= 64: one or two),
      * their block ids loaded together (block_of). A box past the context part's keys (whole blocks)
      * copies the tile's first block again: finite values, which the softmax masks. */
@@ -375,7 +377,7 @@ __global__ void __launch_bounds__(wg_shape_t<KT>::THREADS, 1)
             for (int b = 0; b < MAX_BOXES; ++b) {
                 const int pos = key + b * box_keys < k_hi ? key + b * box_keys : key;
                 tb.row[b] = pos & (P.geom.block_size - 1);
-                tb.block[b] = __ldg(P.table + trow + (pos >> P.geom.block_shift));
+                tb.block[b] = block_at(trow, pos);
             }
         }
         return tb;
@@ -404,21 +406,21 @@ __global__ void __launch_bounds__(wg_shape_t<KT>::THREADS, 1)
             }
         }
     };
-    auto tma_boxes_in = [&](const CUtensorMap *map, int mat, int key, int head, int slot, const tile_boxes &tb) {
-        const uint32_t bar = full_of(slot);
-        const uint32_t ks = stage_of(slot), vs = ks + S::TILE;
-        mbar_expect_tx(bar, 2 * S::TILE);
-        tma_kv_in(map, ks, bar, mat, key, head, tb, 0);
-        tma_kv_in(map, vs, bar, mat, key, head, tb, 1);
-    }; /* both into stage slot % STAGES, its barrier expecting their bytes */
-    /* The producer body's ring slot h (a K or a V tile) and its barriers. */
-    auto slot_at = [&](int h) { return smem_addr(pipe + (h % NSLOTS) * SLOT_BYTES); };
-    auto slot_full = [&](int h) { return smem_addr(&full[h % NSLOTS]); };
-    auto slot_empty = [&](int h) { return smem_addr(&empty[h % NSLOTS]); };
-    auto slot_wait = [&](int h) { mbar_wait(slot_full(h), (h / NSLOTS) & 1); };
-    /* Context tile j of the item c (the boxes look_up found). */
-    auto tma_tile_in = [&](const cta_coord &c, int j, int slot, const tile_boxes &tb) {
-        tma_boxes_in(&ctx_map, c.unit * 2 * P.kv_heads + c.head, c.k_lo + j * KT, c.head, slot, tb);
+    /* TMA: ring slot h, its barrier expecting the slot's bytes: with DEC the K or V tile
+     * `which`, else the stage's K and V tiles. */
+    auto tma_slot_in = [&](const CUtensorMap *map, int mat, int key, int head, int h, const tile_boxes &tb, int which) {
+        const uint32_t bar = slot_full(h), dst = slot_at(h);
+        mbar_expect_tx(bar, SLOT_BYTES);
+        if (DEC) {
+            tma_kv_in(map, dst, bar, mat, key, head, tb, which);
+        } else {
+            tma_kv_in(map, dst, bar, mat, key, head, tb, 0);
+            tma_kv_in(map, dst + S::TILE, bar, mat, key, head, tb, 1);
+        }
+    };
+    /* Context tile j of the item c (the boxes look_up found) into slot h (no DEC). */
+    auto tma_tile_in = [&](const cta_coord &c, int j, int h, const tile_boxes &tb) {
+        tma_slot_in(&ctx_map, c.unit * 2 * P.kv_heads + c.head, c.k_lo + j * KT, c.head, h, tb, 0);
     };
 
     /* Decode tiles (the wide body, with P.dec_keys > 0). The producer streams, besides
@@ -507,14 +509,7 @@ __global__ void __launch_bounds__(wg_shape_t<KT>::THREADS, 1)
             int h = 0;
             auto put = [&](const CUtensorMap *map, int mat, int key, int head, const tile_boxes &tb, int which) {
                 if (h >= NSLOTS) mbar_wait(slot_empty(h), (h / NSLOTS - 1) & 1);
-                const uint32_t bar = slot_full(h), dst = slot_at(h);
-                mbar_expect_tx(bar, SLOT_BYTES);
-                if (DEC) {
-                    tma_kv_in(map, dst, bar, mat, key, head, tb, which);
-                } else {
-                    tma_kv_in(map, dst, bar, mat, key, head, tb, 0);
-                    tma_kv_in(map, dst + S::TILE, bar, mat, key, head, tb, 1);
-                }
+                tma_slot_in(map, mat, key, head, h, tb, which);
                 ++h;
             };
             for (int64_t item = blockIdx.x; item < (PERSIST ? attn_items(P) : (int64_t)blockIdx.x + 1);
@@ -575,7 +570,7 @@ __global__ void __launch_bounds__(wg_shape_t<KT>::THREADS, 1)
     /* Stage of context tile j: its place in the CTA's whole tile sequence with the TMA
      * (the barriers' phases count on across items), in the item's with cp.async. */
     auto slot = [&](int j) { return TMA ? tile_base + j : j; };
-    auto stage_k = [&](int j) { return stage_of(slot(j)); };
+    auto stage_k = [&](int j) { return slot_at(slot(j)); };
     auto load_tile = [&](int j) {
         const uint32_t ks = stage_k(j), vs = ks + S::TILE;
         const uint32_t *rows = off_ring + (j % WG_STAGES) * KT;
@@ -593,8 +588,7 @@ __global__ void __launch_bounds__(wg_shape_t<KT>::THREADS, 1)
 
     auto look_up = [&](int j) { return look_up_in(c, j); };
     auto tma_tile = [&](int j, const tile_boxes &tb) { tma_tile_in(c, j, slot(j), tb); };
-    auto tma_wait_slot = [&](int sl) { mbar_wait(full_of(sl), (sl / WG_STAGES) & 1); };
-    auto tma_wait = [&](int j) { tma_wait_slot(slot(j)); };
+    auto tma_wait = [&](int j) { slot_wait(slot(j)); };
     /* Whether warpgroup w has query rows in this CTA's row tile. */
     auto wg_rows = [&](int w) { return c.row_tile * P.rows_per_cta + w * 64 < P.rows_per_unit; };
     /* Warps that read each tile: the stage is refilled (or freed for the producer) when
@@ -743,10 +737,9 @@ __global__ void __launch_bounds__(wg_shape_t<KT>::THREADS, 1)
     fence_proxy_async();
     cta_sync();
     if (wg_has_rows && ntiles > 0) {
-        if (PRODUCER) slot_wait(tile_base);
-        else if (TMA) tma_wait(0);
+        if (TMA) tma_wait(0);
         wg_fence();
-        issue_s(PRODUCER ? slot_at(tile_base) : stage_of(slot(0)));
+        issue_s(slot_at(slot(0)));
         wg_wait<0>();
         wg_hold(s);
         softmax(0, pa[0]);
@@ -958,7 +951,7 @@ __global__ void __launch_bounds__(wg_shape_t<KT>::THREADS, 1)
              * with before computing, whichever warp turns out to refill it. */
             tile_boxes next{};
             if (ADDR == ADDR_PAGED && lane == 0 && t + WG_STAGES < ntiles) next = look_up(t + WG_STAGES);
-            compute(t, cur, stage_of(slot(t + 1)), stage_of(slot(t)) + S::TILE, [&]() { tma_wait(t + 1); }, []() {},
+            compute(t, cur, stage_k(t + 1), stage_k(t) + S::TILE, [&]() { tma_wait(t + 1); }, []() {},
                     []() {}, true);
             /* Tile t is read (S_t one step ago, P_t V_t now): the last reading warp frees
              * its stage for the producer, or refills it with tile t + STAGES. (The last
@@ -978,7 +971,7 @@ __global__ void __launch_bounds__(wg_shape_t<KT>::THREADS, 1)
         cp_async_commit();
         const bool fetch = tid < KT && t + WG_STAGES < ntiles;
         const int next_block = fetch ? row_block(t + WG_STAGES, tid) : 0;
-        compute(t, cur, stage_of(t + 1), stage_of(t) + S::TILE, []() {}, []() {}, []() {}, wg_has_rows);
+        compute(t, cur, stage_k(t + 1), stage_k(t) + S::TILE, []() {}, []() {}, []() {}, wg_has_rows);
         if (fetch) off_ring[((t + WG_STAGES) % WG_STAGES) * KT + tid] = row_index(t + WG_STAGES, tid, next_block);
     };
     for (int t = 0; t < ntiles; t += 2) {
