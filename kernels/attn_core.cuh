@@ -915,6 +915,52 @@ __global__ void __launch_bounds__(128) attn_merge_kernel(const float *ws_acc, co
     }
 }
 
+/* A row of fewer than MERGE_WIDE_SLOTS slots (the common case: a split or two of the
+ * context and a decode tile or two), one warp per row and four rows per CTA: every
+ * load of the row at once, its slots' (m, l) one per lane and their accumulators,
+ * folded after one round trip. (In attn_merge_kernel the second pass's loads wait
+ * for the first's.) A kernel of its own, so that its registers, a float4 per slot
+ * and per VPL (d <= 128 * VPL), leave attn_merge_kernel's occupancy as it was. */
+#define MERGE_WIDE_SLOTS 8
+template <typename T, int VPL>
+__global__ void __launch_bounds__(128) attn_merge_few_kernel(const float *ws_acc, const float2 *ws_ml, T *out,
+                                                             int64_t rows, int nslots, int d)
+{
+    constexpr int SLOTS = MERGE_WIDE_SLOTS - 1;
+    const int lane = threadIdx.x & 31;
+    const int64_t row = (int64_t)blockIdx.x * 4 + (threadIdx.x >> 5);
+    if (row >= rows) return;
+    const float2 v = lane < nslots ? __ldcg(&ws_ml[row * nslots + lane]) : make_float2(-INFINITY, 0.f);
+    float4 part[SLOTS][VPL];
+#pragma unroll
+    for (int s = 0; s < SLOTS; ++s)
+#pragma unroll
+        for (int i = 0; i < VPL; ++i) {
+            const int x = 4 * lane + 128 * i;
+            part[s][i] = s < nslots && x < d ? __ldcg(reinterpret_cast<const float4 *>(ws_acc + (row * nslots + s) * d + x))
+                                             : make_float4(0.f, 0.f, 0.f, 0.f);
+        }
+    float M = v.x;
+#pragma unroll
+    for (int o = 16; o > 0; o >>= 1) M = fmaxf(M, __shfl_xor_sync(0xffffffffu, M, o));
+    const float w_lane = v.x == -INFINITY ? 0.f : expf(v.x - M); /* the weight of slot `lane` */
+    float L = v.y * w_lane;
+#pragma unroll
+    for (int o = 16; o > 0; o >>= 1) L += __shfl_xor_sync(0xffffffffu, L, o);
+    const float inv = L > 0.f ? 1.f / L : 0.f;
+#pragma unroll
+    for (int i = 0; i < VPL; ++i) {
+        float4 acc = make_float4(0.f, 0.f, 0.f, 0.f);
+#pragma unroll
+        for (int s = 0; s < SLOTS; ++s) {
+            const float w = __shfl_sync(0xffffffffu, w_lane, s);
+            if (s < nslots && M != -INFINITY) axpy4(acc, w, part[s][i]);
+        }
+        const int x = 4 * lane + 128 * i;
+        if (x < d) store4(out + row * d + x, acc.x * inv, acc.y * inv, acc.z * inv, acc.w * inv);
+    }
+}
+
 /* ---------------------------------------------------------------- host side */
 
 /* What the bodies of this core run; both kernels built on it share the rule (the run

@@ -130,9 +130,18 @@ cudaError_t attn_launch_keysplit(const problem_t *p, int addr, const attn_params
     return cudaGetLastError();
 }
 
-/* Warps per row of the merge: four where a row has many slots to read, one where it
- * has few (a CTA then merges four rows). */
-#define MERGE_WIDE_SLOTS 8
+/* The merge: a row of few slots takes one warp of attn_merge_few_kernel (a CTA merges
+ * four rows), a row of many four warps of attn_merge_kernel. */
+template <typename T>
+static void merge_few(const problem_t *p, const attn_params_t *P, int64_t rows, unsigned ctas, cudaStream_t stream)
+{
+    if (p->head_dim <= 128)
+        attn_merge_few_kernel<T, 1><<<ctas, 128, 0, stream>>>(P->ws_acc, P->ws_ml, (T *)P->out, rows, P->nslots,
+                                                             p->head_dim);
+    else
+        attn_merge_few_kernel<T, MERGE_MAX_D / 128><<<ctas, 128, 0, stream>>>(P->ws_acc, P->ws_ml, (T *)P->out,
+                                                                              rows, P->nslots, p->head_dim);
+}
 
 cudaError_t attn_launch_merge(const problem_t *p, const attn_params_t *P, cudaStream_t stream)
 {
@@ -140,6 +149,14 @@ cudaError_t attn_launch_merge(const problem_t *p, const attn_params_t *P, cudaSt
     const int wpr = P->nslots >= MERGE_WIDE_SLOTS ? 4 : 1;
     const int64_t ctas = (rows * wpr + 3) / 4;
     if (ctas > INT_MAX || p->head_dim > MERGE_MAX_D) return cudaErrorInvalidConfiguration;
+    if (wpr == 1) {
+        switch (p->dtype) {
+        case DTYPE_FP16: merge_few<__half>(p, P, rows, (unsigned)ctas, stream); break;
+        case DTYPE_BF16: merge_few<__nv_bfloat16>(p, P, rows, (unsigned)ctas, stream); break;
+        default: merge_few<float>(p, P, rows, (unsigned)ctas, stream); break;
+        }
+        return cudaGetLastError();
+    }
     switch (p->dtype) {
     case DTYPE_FP16:
         attn_merge_kernel<__half><<<(unsigned)ctas, 128, 0, stream>>>(P->ws_acc, P->ws_ml, (__half *)P->out,
