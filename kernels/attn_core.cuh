@@ -830,11 +830,14 @@ __global__ void __launch_bounds__(ATTN_THREADS, ATTN_CC_MINB) attn_cc_kernel(con
  * output. Two passes so that the loads do not wait on each other: the lanes first find
  * the largest max and the weighted sum over the slots, then every slot's accumulator is
  * added with its weight exp(m_s - M) (lse_fold's two passes, split_plan.h, with the
- * slots spread over the lanes). A row takes wpr warps (1, 2 or 4 of the CTA's four),
- * each summing every wpr-th slot with 16-byte loads, combined through shared memory:
- * with one warp per row, a row of many slots (a context cut into 128 splits under a
- * single row tile, MQA at W = 4, 32k) was a chain of one warp's loads over its 66 KB
- * of partials. d is a multiple of 8, at most 256. */
+ * slots spread over the lanes). A row of many slots (MERGE_WIDE_SLOTS or more) takes a
+ * CTA of four warps, each summing every fourth slot with 16-byte loads, combined
+ * through shared memory: with one warp per row, a row of many slots (a context cut into
+ * 128 splits under a single row tile, MQA at W = 4, 32k) was a chain of one warp's
+ * loads over its 66 KB of partials. Rows of fewer slots take attn_merge_few_kernel.
+ * d is a multiple of 8, at most 256. */
+#define MERGE_WIDE_SLOTS 8
+#define MERGE_WARPS 4
 #define MERGE_MAX_D 256
 __device__ __forceinline__ void axpy4(float4 &a, float w, const float4 &v)
 {
@@ -844,36 +847,32 @@ __device__ __forceinline__ void axpy4(float4 &a, float w, const float4 &v)
     a.w += w * v.w;
 }
 template <typename T>
-__global__ void __launch_bounds__(128) attn_merge_kernel(const float *ws_acc, const float2 *ws_ml, T *out,
-                                                         int64_t rows, int nslots, int d, int wpr)
+__global__ void __launch_bounds__(32 * MERGE_WARPS) attn_merge_kernel(const float *ws_acc, const float2 *ws_ml, T *out,
+                                                                      int nslots, int d)
 {
-    __shared__ __align__(16) float part_acc[4][MERGE_MAX_D];
+    __shared__ __align__(16) float part_acc[MERGE_WARPS][MERGE_MAX_D];
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
-    const int64_t row = (int64_t)blockIdx.x * (4 / wpr) + warp / wpr;
-    const int sub = warp % wpr;
-    const bool live = row < rows;
-    const float2 *ml = ws_ml + (live ? row : 0) * nslots;
+    const int64_t row = blockIdx.x;
+    const float2 *ml = ws_ml + row * nslots;
     /* every warp of the row finds M and L itself: 8 bytes a slot */
     float M = -INFINITY;
-    if (live)
-        for (int s = lane; s < nslots; s += 32) M = fmaxf(M, __ldcg(&ml[s].x));
+    for (int s = lane; s < nslots; s += 32) M = fmaxf(M, __ldcg(&ml[s].x));
 #pragma unroll
     for (int o = 16; o > 0; o >>= 1) M = fmaxf(M, __shfl_xor_sync(0xffffffffu, M, o));
     float L = 0.f;
-    if (live)
-        for (int s = lane; s < nslots; s += 32) {
-            float2 v = __ldcg(&ml[s]);
-            if (v.x != -INFINITY) L += v.y * expf(v.x - M);
-        }
+    for (int s = lane; s < nslots; s += 32) {
+        float2 v = __ldcg(&ml[s]);
+        if (v.x != -INFINITY) L += v.y * expf(v.x - M);
+    }
 #pragma unroll
     for (int o = 16; o > 0; o >>= 1) L += __shfl_xor_sync(0xffffffffu, L, o);
     enum { VPL = MERGE_MAX_D / 128 }; /* float4s per lane */
     float4 acc[VPL];
 #pragma unroll
     for (int i = 0; i < VPL; ++i) acc[i] = make_float4(0.f, 0.f, 0.f, 0.f);
-    if (live && M != -INFINITY) {
+    if (M != -INFINITY) {
 #pragma unroll 4
-        for (int s = sub; s < nslots; s += wpr) {
+        for (int s = warp; s < nslots; s += MERGE_WARPS) {
             const float m = __ldcg(&ml[s].x);
             const float w = m == -INFINITY ? 0.f : expf(m - M);
             const float *part = ws_acc + (row * nslots + s) * d;
@@ -884,51 +883,36 @@ __global__ void __launch_bounds__(128) attn_merge_kernel(const float *ws_acc, co
             }
         }
     }
-    if (wpr > 1) {
 #pragma unroll
-        for (int i = 0; i < VPL; ++i) {
-            const int x = 4 * lane + 128 * i;
-            if (x < d) *reinterpret_cast<float4 *>(&part_acc[warp][x]) = acc[i];
-        }
-        __syncthreads();
-        if (sub == 0) {
-            for (int j = 1; j < wpr; ++j)
-#pragma unroll
-                for (int i = 0; i < VPL; ++i) {
-                    const int x = 4 * lane + 128 * i;
-                    if (x < d) axpy4(acc[i], 1.f, *reinterpret_cast<const float4 *>(&part_acc[warp + j][x]));
-                }
-        }
+    for (int i = 0; i < VPL; ++i) {
+        const int x = 4 * lane + 128 * i;
+        if (x < d) *reinterpret_cast<float4 *>(&part_acc[warp][x]) = acc[i];
     }
-    if (!live || sub != 0) return;
+    __syncthreads();
+    if (warp != 0) return;
     const float inv = L > 0.f ? 1.f / L : 0.f;
 #pragma unroll
     for (int i = 0; i < VPL; ++i) {
         const int x = 4 * lane + 128 * i;
-        if (x < d) {
-            T *o = out + row * d + x;
-            o[0] = dt<T>::from_f(acc[i].x * inv);
-            o[1] = dt<T>::from_f(acc[i].y * inv);
-            o[2] = dt<T>::from_f(acc[i].z * inv);
-            o[3] = dt<T>::from_f(acc[i].w * inv);
-        }
+        if (x >= d) continue;
+        for (int j = 1; j < MERGE_WARPS; ++j) axpy4(acc[i], 1.f, *reinterpret_cast<const float4 *>(&part_acc[j][x]));
+        store4(out + row * d + x, acc[i].x * inv, acc[i].y * inv, acc[i].z * inv, acc[i].w * inv);
     }
 }
 
 /* A row of fewer than MERGE_WIDE_SLOTS slots (the common case: a split or two of the
- * context and a decode tile or two), one warp per row and four rows per CTA: every
+ * context and a decode tile or two), one warp per row and MERGE_WARPS rows per CTA: every
  * load of the row at once, its slots' (m, l) one per lane and their accumulators,
  * folded after one round trip. (In attn_merge_kernel the second pass's loads wait
  * for the first's.) A kernel of its own, so that its registers, a float4 per slot
  * and per VPL (d <= 128 * VPL), leave attn_merge_kernel's occupancy as it was. */
-#define MERGE_WIDE_SLOTS 8
 template <typename T, int VPL>
-__global__ void __launch_bounds__(128) attn_merge_few_kernel(const float *ws_acc, const float2 *ws_ml, T *out,
+__global__ void __launch_bounds__(32 * MERGE_WARPS) attn_merge_few_kernel(const float *ws_acc, const float2 *ws_ml, T *out,
                                                              int64_t rows, int nslots, int d)
 {
     constexpr int SLOTS = MERGE_WIDE_SLOTS - 1;
     const int lane = threadIdx.x & 31;
-    const int64_t row = (int64_t)blockIdx.x * 4 + (threadIdx.x >> 5);
+    const int64_t row = (int64_t)blockIdx.x * MERGE_WARPS + (threadIdx.x >> 5);
     if (row >= rows) return;
     const float2 v = lane < nslots ? __ldcg(&ws_ml[row * nslots + lane]) : make_float2(-INFINITY, 0.f);
     float4 part[SLOTS][VPL];

@@ -130,46 +130,32 @@ cudaError_t attn_launch_keysplit(const problem_t *p, int addr, const attn_params
     return cudaGetLastError();
 }
 
-/* The merge: a row of few slots takes one warp of attn_merge_few_kernel (a CTA merges
- * four rows), a row of many four warps of attn_merge_kernel. */
+/* The merge: a row of fewer than MERGE_WIDE_SLOTS slots takes one warp of
+ * attn_merge_few_kernel (a CTA merges MERGE_WARPS rows), a row of more a CTA of
+ * attn_merge_kernel. */
 template <typename T>
-static void merge_few(const problem_t *p, const attn_params_t *P, int64_t rows, unsigned ctas, cudaStream_t stream)
+static void merge_t(const problem_t *p, const attn_params_t *P, int64_t rows, unsigned ctas, cudaStream_t stream)
 {
-    if (p->head_dim <= 128)
-        attn_merge_few_kernel<T, 1><<<ctas, 128, 0, stream>>>(P->ws_acc, P->ws_ml, (T *)P->out, rows, P->nslots,
-                                                             p->head_dim);
+    T *out = static_cast<T *>(P->out);
+    const int d = p->head_dim, threads = 32 * MERGE_WARPS;
+    if (P->nslots >= MERGE_WIDE_SLOTS)
+        attn_merge_kernel<T><<<ctas, threads, 0, stream>>>(P->ws_acc, P->ws_ml, out, P->nslots, d);
+    else if (d <= 128)
+        attn_merge_few_kernel<T, 1><<<ctas, threads, 0, stream>>>(P->ws_acc, P->ws_ml, out, rows, P->nslots, d);
     else
-        attn_merge_few_kernel<T, MERGE_MAX_D / 128><<<ctas, 128, 0, stream>>>(P->ws_acc, P->ws_ml, (T *)P->out,
-                                                                              rows, P->nslots, p->head_dim);
+        attn_merge_few_kernel<T, MERGE_MAX_D / 128><<<ctas, threads, 0, stream>>>(P->ws_acc, P->ws_ml, out, rows,
+                                                                                  P->nslots, d);
 }
 
 cudaError_t attn_launch_merge(const problem_t *p, const attn_params_t *P, cudaStream_t stream)
 {
     const int64_t rows = (int64_t)problem_streams(p) * p->heads;
-    const int wpr = P->nslots >= MERGE_WIDE_SLOTS ? 4 : 1;
-    const int64_t ctas = (rows * wpr + 3) / 4;
+    const int64_t ctas = P->nslots >= MERGE_WIDE_SLOTS ? rows : (rows + MERGE_WARPS - 1) / MERGE_WARPS;
     if (ctas > INT_MAX || p->head_dim > MERGE_MAX_D) return cudaErrorInvalidConfiguration;
-    if (wpr == 1) {
-        switch (p->dtype) {
-        case DTYPE_FP16: merge_few<__half>(p, P, rows, (unsigned)ctas, stream); break;
-        case DTYPE_BF16: merge_few<__nv_bfloat16>(p, P, rows, (unsigned)ctas, stream); break;
-        default: merge_few<float>(p, P, rows, (unsigned)ctas, stream); break;
-        }
-        return cudaGetLastError();
-    }
     switch (p->dtype) {
-    case DTYPE_FP16:
-        attn_merge_kernel<__half><<<(unsigned)ctas, 128, 0, stream>>>(P->ws_acc, P->ws_ml, (__half *)P->out,
-                                                                      rows, P->nslots, p->head_dim, wpr);
-        break;
-    case DTYPE_BF16:
-        attn_merge_kernel<__nv_bfloat16><<<(unsigned)ctas, 128, 0, stream>>>(
-            P->ws_acc, P->ws_ml, (__nv_bfloat16 *)P->out, rows, P->nslots, p->head_dim, wpr);
-        break;
-    default:
-        attn_merge_kernel<float><<<(unsigned)ctas, 128, 0, stream>>>(P->ws_acc, P->ws_ml, (float *)P->out, rows,
-                                                                     P->nslots, p->head_dim, wpr);
-        break;
+    case DTYPE_FP16: merge_t<__half>(p, P, rows, (unsigned)ctas, stream); break;
+    case DTYPE_BF16: merge_t<__nv_bfloat16>(p, P, rows, (unsigned)ctas, stream); break;
+    default: merge_t<float>(p, P, rows, (unsigned)ctas, stream); break;
     }
     return cudaGetLastError();
 }
