@@ -434,25 +434,16 @@ __global__ void __launch_bounds__(wg_shape_t<KT>::THREADS, 1)
      * own, in the order the tensor-core warps free them (ring_order):
      *   K_0, then per iteration t: K_{t+1}, V_t, the K and V tiles of group t,
      * group t being the decode tiles computed once iteration t is. During iteration t
-     * the six slots hold K_{t+1} and V_t in use and group t arriving, K_{t+2} once
-     * S_{t+1} has read K_{t+1}, V_{t+1} once V_t is read; the first n - 1 groups take
-     * a pair of tiles or none, spread evenly (dec_group), and the last group the rest.
-     * A pair is a tile for each warpgroup, computed side by side, so that twice as
-     * many tiles fit between the context iterations: where a CTA has more decode
-     * tiles than gaps (MHA at 8k: 128 tiles, 63 gaps) one tile per gap left 65 for
-     * after the last iteration, and pairs made those steps 5-8% shorter; where the
-     * gaps suffice, pairs and single tiles take as long (results/h200/dec-tile-cost/
-     * pairs-summary.txt). A decode tile costs the step nearly its owner's whole time
-     * either way (about 2900 cycles of the context kernel per tile, GQA W = 512, 8k
-     * against MQA; results/h100/dec-tile-serial/).
-     * (With stages of a K and a V tile, K_{t+1} and V_t held two of the three stages
-     * and a decode tile in the third kept the next context tile waiting: steps took
-     * 10-25% longer than with the decode part after the context part;
-     * results/h200/dec-in-cta/.) */
+     * the six slots hold K_{t+1} and V_t in use, group t and K_{t+2}, V_{t+1} arriving,
+     * so a group takes at most one tile; the first n - 1 groups take one or none,
+     * spread evenly (dec_group), and the last group the rest. (With stages of a K and a
+     * V tile, K_{t+1} and V_t held two of the three stages and a decode tile in the
+     * third kept the next context tile waiting: steps took 10-25% longer than with
+     * the decode part after the context part; results/h200/dec-in-cta/.) */
     const int dec_tiles = DEC ? max((P.dec_keys + KT - 1) / KT, 1) : 1; /* tiles of a job */
-    struct dec_plan { int jobs[2], ntiles, pairs, inter; };
+    struct dec_plan { int jobs[2], ntiles, inter; };
     auto dec_plan_of = [&](const cta_coord &c) {
-        dec_plan d{{0, 0}, 0, 0, 0};
+        dec_plan d{{0, 0}, 0, 0};
         if (DEC && P.dec_keys > 0) {
 #pragma unroll
             for (int w = 0; w < 2; ++w) {
@@ -461,8 +452,7 @@ __global__ void __launch_bounds__(wg_shape_t<KT>::THREADS, 1)
                 d.jobs[w] = streams > c.split ? (streams - c.split + P.splits - 1) / P.splits : 0;
             }
             d.ntiles = (d.jobs[0] + d.jobs[1]) * dec_tiles;
-            d.pairs = min(d.jobs[0], d.jobs[1]) * dec_tiles;
-            d.inter = min(d.pairs, max(tiles_of(c) - 1, 0));
+            d.inter = min(d.ntiles, max(tiles_of(c) - 1, 0));
         }
         return d;
     };
@@ -483,36 +473,24 @@ __global__ void __launch_bounds__(wg_shape_t<KT>::THREADS, 1)
         return c.unit * P.streams_per_unit + (c.row_tile * WG_ROWS + row) / P.group;
     };
     /* The size of group t, the groups taken in turn: acc carries the spreading of the
-     * inter pairs over the n - 1 gaps (no division: the consumers compute this between
+     * inter tiles over the n - 1 gaps (no division: the consumers compute this between
      * their GEMM issues), given counts the tiles handed out. */
     auto dec_group = [&](const dec_plan &d, int t, int nctx, int &acc, int given) {
         if (t + 1 < nctx) {
             acc += d.inter;
             if (acc < nctx - 1) return 0;
             acc -= nctx - 1;
-            return 2;
+            return 1;
         }
         return d.ntiles - given;
     };
-    /* Decode tile i: its job, and k, its place among the job's tiles. The pairs first
-     * (tile k of jobs 2jj and 2jj + 1, one per warpgroup), then the tiles of the jobs
-     * only one warpgroup has. */
-    auto dec_job_of = [&](const dec_plan &d, int i, int &k) {
-        if (i < 2 * d.pairs) {
-            const int pair = i >> 1;
-            k = pair % dec_tiles;
-            return 2 * (pair / dec_tiles) + (i & 1);
-        }
-        k = (i - 2 * d.pairs) % dec_tiles;
-        return 2 * min(d.jobs[0], d.jobs[1]) + (i - 2 * d.pairs) / dec_tiles;
-    };
-    /* Decode tile i of the item c: where it is (its stream's K_d/V_d matrix and first
-     * key, or its blocks). */
+    /* Decode tile i of the item c (tile i % dec_tiles of job i / dec_tiles): where it is
+     * (its stream's K_d/V_d matrix and first key, or its blocks). */
     struct dec_source { int mat, key; tile_boxes tb; };
     auto dec_look_up = [&](const cta_coord &c, const dec_plan &d, int i) {
-        int w, k;
-        const int stream = dec_stream(c, dec_job_row(c, d, dec_job_of(d, i, k), w));
-        const int key = k * KT;
+        int w;
+        const int stream = dec_stream(c, dec_job_row(c, d, i / dec_tiles, w));
+        const int key = i % dec_tiles * KT;
         dec_source src{stream * 2 * P.kv_heads + c.head, key, tile_boxes{}};
         if constexpr (ADDR == ADDR_PAGED) src.tb = boxes_at(table_row(stream), P.key_end + key, P.key_end + P.dec_keys);
         return src;
@@ -829,9 +807,9 @@ __global__ void __launch_bounds__(wg_shape_t<KT>::THREADS, 1)
         wg_phase ^= 1;
     };
     auto dec_tile = [&](int i, int ls) {
-        const int sl = tile_base + ls;
-        int w, k;
-        const int row = dec_job_row(c, dp, dec_job_of(dp, i, k), w);
+        const int sl = tile_base + ls, k = i % dec_tiles;
+        int w;
+        const int row = dec_job_row(c, dp, i / dec_tiles, w);
         slot_wait(sl);
         slot_wait(sl + 1);
         if (w == wg) {
