@@ -552,8 +552,8 @@ __global__ void __launch_bounds__(wg_shape_t<KT>::THREADS, 1)
     const cta_coord c = cta_decompose(P, item);
     const int ntiles = tiles_of(c);
     const dec_plan dp = dec_plan_of(c);
-    /* the item's entries in the ring: its K and V tiles, context and decode, with the
-     * producer; else its stages */
+    /* the item's entries in the CTA's tile sequence: with decode tiles its K and V
+     * tiles, context and decode, apart; else its stages */
     const int nring = DEC ? 2 * (ntiles + dp.ntiles) : ntiles;
 
     /* cp.async: the row index (offset / d) of key `row` of tile j, NO_ROW past the end,
@@ -1008,7 +1008,7 @@ __global__ void __launch_bounds__(wg_shape_t<KT>::THREADS, 1)
             for (int j = nring > NSLOTS ? nring - NSLOTS : 0; j < nring; ++j)
                 mbar_arrive(slot_empty(tile_base + j), WG_THREADS / 32);
     }
-    return TMA ? nring : ntiles;
+    return nring;
     };
 
     if (PERSIST) {

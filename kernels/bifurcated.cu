@@ -196,8 +196,9 @@ static int bif_dec_row_tiles(const problem_t *p)
  * reads each tile of keys whole (no indirection, which moves single keys). */
 static bool bif_dec_streamable(const problem_t *p)
 {
-    const int g = problem_group(p);
-    return bif_tma(p) && !p->indirection && (g == 1 || g == 2 || g == 4 || g == 8) && bif_dec_keys(p) > 0;
+    const int group = problem_group(p);
+    return bif_tma(p) && !p->indirection && (group == 1 || group == 2 || group == 4 || group == 8) &&
+           bif_dec_keys(p) > 0;
 }
 
 /* Wide (128-key) tiles take the whole SM. Where the wide body streams the decode part

@@ -130,15 +130,15 @@ cudaError_t attn_launch_keysplit(const problem_t *p, int addr, const attn_params
     return cudaGetLastError();
 }
 
-/* The merge: a row of fewer than MERGE_WIDE_SLOTS slots takes one warp of
- * attn_merge_few_kernel (a CTA merges MERGE_WARPS rows), a row of more a CTA of
- * attn_merge_kernel. */
+/* The merge: wide (rows of MERGE_WIDE_SLOTS slots or more), a CTA of attn_merge_kernel
+ * per row; else one warp of attn_merge_few_kernel per row, MERGE_WARPS rows a CTA. */
 template <typename T>
-static void merge_t(const problem_t *p, const attn_params_t *P, int64_t rows, unsigned ctas, cudaStream_t stream)
+static void merge_t(const problem_t *p, const attn_params_t *P, bool wide, int64_t rows, unsigned ctas,
+                    cudaStream_t stream)
 {
     T *out = static_cast<T *>(P->out);
     const int d = p->head_dim, threads = 32 * MERGE_WARPS;
-    if (P->nslots >= MERGE_WIDE_SLOTS)
+    if (wide)
         attn_merge_kernel<T><<<ctas, threads, 0, stream>>>(P->ws_acc, P->ws_ml, out, P->nslots, d);
     else if (d <= 128)
         attn_merge_few_kernel<T, 1><<<ctas, threads, 0, stream>>>(P->ws_acc, P->ws_ml, out, rows, P->nslots, d);
@@ -150,12 +150,13 @@ static void merge_t(const problem_t *p, const attn_params_t *P, int64_t rows, un
 cudaError_t attn_launch_merge(const problem_t *p, const attn_params_t *P, cudaStream_t stream)
 {
     const int64_t rows = (int64_t)problem_streams(p) * p->heads;
-    const int64_t ctas = P->nslots >= MERGE_WIDE_SLOTS ? rows : (rows + MERGE_WARPS - 1) / MERGE_WARPS;
+    const bool wide = P->nslots >= MERGE_WIDE_SLOTS;
+    const int64_t ctas = wide ? rows : (rows + MERGE_WARPS - 1) / MERGE_WARPS;
     if (ctas > INT_MAX || p->head_dim > MERGE_MAX_D) return cudaErrorInvalidConfiguration;
     switch (p->dtype) {
-    case DTYPE_FP16: merge_t<__half>(p, P, rows, (unsigned)ctas, stream); break;
-    case DTYPE_BF16: merge_t<__nv_bfloat16>(p, P, rows, (unsigned)ctas, stream); break;
-    default: merge_t<float>(p, P, rows, (unsigned)ctas, stream); break;
+    case DTYPE_FP16: merge_t<__half>(p, P, wide, rows, (unsigned)ctas, stream); break;
+    case DTYPE_BF16: merge_t<__nv_bfloat16>(p, P, wide, rows, (unsigned)ctas, stream); break;
+    default: merge_t<float>(p, P, wide, rows, (unsigned)ctas, stream); break;
     }
     return cudaGetLastError();
 }
