@@ -10,9 +10,9 @@
  *                tensor-core time, plus a quarter of the smaller, which its pipeline
  *                does not hide (MQA-like groups, where the two are alike: at W = 16,
  *                16k the max alone predicted 43.8 us for a step of 57.0), plus the
- *                merge launch's time per partial where its split grid is merged by
- *                one (MQA-like groups on a small grid: 103 splits of W = 1-2 at 32k
- *                took about 10 us beyond the rest);
+ *                merge launch's time where its split grid is merged by one, a launch
+ *                and a cost per partial (MQA-like groups on a small grid: 103 splits
+ *                of W = 1-2 at 32k took about 10 us beyond the rest);
  *   bifurcated:  a larger fixed cost (a context launch, a decode launch or the
  *                decode part streamed by the 128-key context CTAs, and a merge
  *                launch with the wgmma context body or, with the mma.sync body, where
@@ -35,7 +35,12 @@
  * ran fused, 18.3% slower). FUSED_MERGE_SLOT_US is near the low end of the range
  * (0.055-0.09 us) that picks within 5% on both GPUs' sweeps at 5bd0b88, contiguous and
  * paged, where the 4.9% of the paged MQA row W = 4, 16k at 0.07 and more is least
- * (without it the H100's MQA row W = 2, 32k ran fused, 11.5% slower). FUSED_L2_EFFICIENCY is
+ * (without it the H100's MQA row W = 2, 32k ran fused, 11.5% slower). FUSED_MERGE_LAUNCH_US
+ * is the middle of the range (1.2-1.6 us) that picks within 5% on the four sweeps of
+ * both GPUs committed at d322f67 (`attnbench` peaks of each sweep's log): without it the
+ * H200's paged MQA row W = 8, 8k predicted fused 21.5 us and bifurcated 22.6, and ran
+ * fused, 6.4% slower (24.4 against 22.9); at 1.7 us and more the H100's MQA row W = 4,
+ * 8k (contiguous) picks bifurcated, 7.4% slower (23.1 against 21.5). FUSED_L2_EFFICIENCY is
  * the middle of the range (0.93-0.95) that picks within 5% on the three paged sweeps at
  * hand (H200 at 3046cbe and 088af40, H100 at 3046cbe): fused's streams re-read the shared
  * blocks at about 7.45 TB/s on an H200 whose `peak` read 8045 from L2 (MHA, W = 2 and
@@ -72,6 +77,12 @@ static void model_terms(const attn_kernel_t *k, const problem_t *p, const attn_p
     *t_flops = io.flops / (tflops * tc_efficiency * 1e6);
 }
 
+/* fused's merge launch, where its plan has one (slots > 0 partials per row). */
+static double fused_merge_us(int slots)
+{
+    return slots > 0 ? FUSED_MERGE_LAUNCH_US + FUSED_MERGE_SLOT_US * slots : 0.0;
+}
+
 /* Predicted microseconds of one step of `fused` and of `bifurcated`. */
 double auto_predict_fused_us(const problem_t *p, const attn_plan_t *plan, const device_info_t *dev)
 {
@@ -84,7 +95,7 @@ double auto_predict_fused_us(const problem_t *p, const attn_plan_t *plan, const 
         if (reread > tb) tb = reread;
     }
     return FUSED_FIXED_US + (tb > tf ? tb + FUSED_UNOVERLAPPED * tf : tf + FUSED_UNOVERLAPPED * tb) +
-           FUSED_MERGE_SLOT_US * fused_plan_merge_slots(p, plan);
+           fused_merge_us(fused_plan_merge_slots(p, plan));
 }
 
 double auto_predict_bifurcated_us(const problem_t *p, const attn_plan_t *plan,

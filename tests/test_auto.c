@@ -320,6 +320,40 @@ static void test_merge_launch_counts_for_fused(void **state)
     assert_int_equal(fused_plan_merge_slots(&q, &f), 0);
 }
 
+/* The merge launch costs a launch besides its partials, which puts the crossing of
+ * the two kernels for MQA at 8k between W = 4 and W = 8 on both GPUs' sweeps at
+ * d322f67: on the H200's paged cache W = 8 took 24.4 us as `fused` (a merge launch of
+ * its split grid) and 22.9 as `bifurcated` (the model without the launch's cost
+ * predicted 21.5 and 22.6); on the H100's contiguous cache W = 4 took 21.5 and 23.1. */
+static void test_merge_launch_has_a_fixed_cost(void **state)
+{
+    (void)state;
+    device_info_t h200 = h100();
+    h200.peak_read_gbps = 4453;
+    h200.peak_l2_gbps = 7825;
+    h200.peak_tc_tflops = 832;
+    h200.l2_bytes = 60 << 20;
+    problem_t p = paged(shape(8, 1, 8192));
+    attn_plan_t f;
+    memset(&f, 0, sizeof f);
+    attn_kernel_find("fused")->plan(&p, &h200, &f);
+    const int slots = fused_plan_merge_slots(&p, &f);
+    assert_true(slots > 1);
+    assert_string_equal(picks_on(p, &h200), "bifurcated");
+    device_info_t dev = h100();
+    dev.peak_read_gbps = 3092;
+    dev.peak_l2_gbps = 6938;
+    dev.peak_tc_tflops = 841;
+    assert_string_equal(picks_on(shape(4, 1, 8192), &dev), "fused");
+    /* the launch is charged once, not per partial */
+    const double with = auto_predict_fused_us(&p, &f, &h200);
+    attn_plan_t one = f;
+    one.split.splits = 1;
+    assert_int_equal(fused_plan_merge_slots(&p, &one), 0);
+    assert_true(with - auto_predict_fused_us(&p, &one, &h200) >=
+                FUSED_MERGE_LAUNCH_US + FUSED_MERGE_SLOT_US * slots - 1e-9);
+}
+
 /* At W = 16, 16k MQA bifurcates: fused's memory and tensor-core times are alike there
  * and it hides only part of the smaller (H200 at 0ba2613: 48.8 us fused, 30.3
  * bifurcated; at 7ea16da, before FUSED_UNOVERLAPPED, the model had tied the two). */
@@ -404,6 +438,7 @@ int main(void)
         cmocka_unit_test(test_few_streams_of_mqa_stay_fused),
         cmocka_unit_test(test_sixteen_streams_of_mqa_at_16k_bifurcate),
         cmocka_unit_test(test_merge_launch_counts_for_fused),
+        cmocka_unit_test(test_merge_launch_has_a_fixed_cost),
         cmocka_unit_test(test_two_streams_of_gqa_at_8k_bifurcate_on_the_h100),
         cmocka_unit_test(test_paged_shared_prefix_is_bifurcated),
         cmocka_unit_test(test_paged_rereads_come_from_l2),
