@@ -9,6 +9,11 @@
 #include <math.h>
 #include "../kernels/registry.h"
 #include "../kernels/auto.h"
+#include "../harness/csv.h"
+
+#ifndef ATTNBENCH_SUITE_DIR
+#define ATTNBENCH_SUITE_DIR "bench/suites"
+#endif
 
 static device_info_t h100(void)
 {
@@ -354,6 +359,73 @@ static void test_merge_launch_has_a_fixed_cost(void **state)
                 FUSED_MERGE_LAUNCH_US + FUSED_MERGE_SLOT_US * slots - 1e-9);
 }
 
+/* The committed sweeps of the paper's grid (results/<gpu>/bifurcated*.csv), replayed:
+ * on every row where both `fused` and `bifurcated` ran, the kernel the model picks, on
+ * a GPU with the peaks in the first line of the sweep's log, took at most 5% longer
+ * than the faster of the two. The constants in auto.h were fitted to these rows; a
+ * sweep committed anew (or a constant moved) must still pass. */
+static void replay_sweep(const char *name, int l2_mib)
+{
+    char path[512], msg[256], line[512];
+    snprintf(path, sizeof path, "%s/../../results/%s.log", ATTNBENCH_SUITE_DIR, name);
+    FILE *f = fopen(path, "r");
+    assert_non_null(f);
+    assert_non_null(fgets(line, sizeof line, f));
+    fclose(f);
+    device_info_t dev = h100();
+    dev.l2_bytes = l2_mib << 20;
+    const char *peaks = strstr(line, "read ");
+    assert_non_null(peaks);
+    assert_int_equal(sscanf(peaks, "read %lf GB/s (from L2 %lf), fp16 tensor cores %lf", &dev.peak_read_gbps,
+                            &dev.peak_l2_gbps, &dev.peak_tc_tflops), 3);
+    snprintf(path, sizeof path, "%s/../../results/%s.csv", ATTNBENCH_SUITE_DIR, name);
+    csv_table_t t;
+    assert_int_equal(csv_read(path, &t, msg, sizeof msg), 0);
+    int rows = 0, misses = 0;
+    for (int i = 0; i < t.nrows; ++i) {
+        result_row_t r;
+        assert_int_equal(csv_row_parse(&t, i, &r), 0);
+        if (strcmp(r.kernel, "fused") || strcmp(r.status, "ok")) continue;
+        double bif = 0;
+        for (int j = 0; j < t.nrows; ++j) {
+            result_row_t b;
+            assert_int_equal(csv_row_parse(&t, j, &b), 0);
+            if (!strcmp(b.kernel, "bifurcated") && !strcmp(b.status, "ok") && b.batch == r.batch &&
+                b.beam == r.beam && b.kv_heads == r.kv_heads && b.ctx == r.ctx && !strcmp(b.cache, r.cache))
+                bif = b.median_us;
+        }
+        if (bif <= 0) continue;
+        problem_t p = shape(r.beam, r.kv_heads, r.ctx);
+        p.batch = r.batch;
+        p.heads = r.heads;
+        p.head_dim = r.head_dim;
+        p.gen = r.gen;
+        if (!strcmp(r.cache, "paged")) {
+            p.cache = CACHE_PAGED;
+            p.block_size = r.block_size;
+        }
+        const double picked = strcmp(picks_on(p, &dev), "fused") ? bif : r.median_us;
+        const double best = bif < r.median_us ? bif : r.median_us;
+        ++rows;
+        if (picked > 1.05 * best) {
+            ++misses;
+            fprintf(stderr, "%s: W = %d, g = %d, ctx %d picks %.1f us against %.1f\n", name, r.beam,
+                    r.kv_heads, r.ctx, picked, best);
+        }
+    }
+    csv_free(&t);
+    assert_true(rows >= 90);
+    assert_int_equal(misses, 0);
+}
+static void test_picks_on_the_committed_sweeps(void **state)
+{
+    (void)state;
+    replay_sweep("h100/bifurcated", 50);
+    replay_sweep("h100/bifurcated-paged", 50);
+    replay_sweep("h200/bifurcated", 60);
+    replay_sweep("h200/bifurcated-paged", 60);
+}
+
 /* At W = 16, 16k MQA bifurcates: fused's memory and tensor-core times are alike there
  * and it hides only part of the smaller (H200 at 0ba2613: 48.8 us fused, 30.3
  * bifurcated; at 7ea16da, before FUSED_UNOVERLAPPED, the model had tied the two). */
@@ -439,6 +511,7 @@ int main(void)
         cmocka_unit_test(test_sixteen_streams_of_mqa_at_16k_bifurcate),
         cmocka_unit_test(test_merge_launch_counts_for_fused),
         cmocka_unit_test(test_merge_launch_has_a_fixed_cost),
+        cmocka_unit_test(test_picks_on_the_committed_sweeps),
         cmocka_unit_test(test_two_streams_of_gqa_at_8k_bifurcate_on_the_h100),
         cmocka_unit_test(test_paged_shared_prefix_is_bifurcated),
         cmocka_unit_test(test_paged_rereads_come_from_l2),
