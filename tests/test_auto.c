@@ -31,6 +31,16 @@ static device_info_t h100(void)
     return d;
 }
 
+/* The H100 above with the peaks a sweep's `peak` measured. */
+static device_info_t measured(double read_gbps, double l2_gbps, double tc_tflops)
+{
+    device_info_t d = h100();
+    d.peak_read_gbps = read_gbps;
+    d.peak_l2_gbps = l2_gbps;
+    d.peak_tc_tflops = tc_tflops;
+    return d;
+}
+
 static const char *picks_on(problem_t p, const device_info_t *dev)
 {
     const attn_kernel_t *k = attn_kernel_find("auto");
@@ -122,10 +132,7 @@ static void test_paged_rereads_come_from_l2(void **state)
 static void test_paged_rereads_below_the_measured_l2_rate(void **state)
 {
     (void)state;
-    device_info_t dev = h100();
-    dev.peak_read_gbps = 4453;
-    dev.peak_l2_gbps = 8045;
-    dev.peak_tc_tflops = 856;
+    device_info_t dev = measured(4453, 8045, 856);
     problem_t p = paged(shape(2, 32, 16384));
     assert_string_equal(picks_on(p, &dev), "bifurcated");
     /* the same row at 8k stays fused (47.9 against 49.2 us) */
@@ -333,10 +340,7 @@ static void test_merge_launch_counts_for_fused(void **state)
 static void test_merge_launch_has_a_fixed_cost(void **state)
 {
     (void)state;
-    device_info_t h200 = h100();
-    h200.peak_read_gbps = 4453;
-    h200.peak_l2_gbps = 7825;
-    h200.peak_tc_tflops = 832;
+    device_info_t h200 = measured(4453, 7825, 832);
     h200.l2_bytes = 60 << 20;
     problem_t p = paged(shape(8, 1, 8192));
     attn_plan_t f;
@@ -345,10 +349,7 @@ static void test_merge_launch_has_a_fixed_cost(void **state)
     const int slots = fused_plan_merge_slots(&p, &f);
     assert_true(slots > 1);
     assert_string_equal(picks_on(p, &h200), "bifurcated");
-    device_info_t dev = h100();
-    dev.peak_read_gbps = 3092;
-    dev.peak_l2_gbps = 6938;
-    dev.peak_tc_tflops = 841;
+    device_info_t dev = measured(3092, 6938, 841);
     assert_string_equal(picks_on(shape(4, 1, 8192), &dev), "fused");
     /* the launch is charged once, not per partial */
     const double with = auto_predict_fused_us(&p, &f, &h200);
