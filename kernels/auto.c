@@ -40,7 +40,9 @@
  * both GPUs committed at d322f67 (`attnbench` peaks of each sweep's log): without it the
  * H200's paged MQA row W = 8, 8k predicted fused 21.5 us and bifurcated 22.6, and ran
  * fused, 6.4% slower (24.4 against 22.9); at 1.7 us and more the H100's MQA row W = 4,
- * 8k (contiguous) picks bifurcated, 7.4% slower (23.1 against 21.5). FUSED_L2_EFFICIENCY is
+ * 8k (contiguous) picks bifurcated, 7.4% slower (23.1 against 21.5). The H100's paged
+ * sweep at 446dacb put that paged row the other way on its card (fused 7.4% slower) and
+ * no value places both: tests/test_auto.c lists it as a known miss. FUSED_L2_EFFICIENCY is
  * the middle of the range (0.93-0.95) that picks within 5% on the three paged sweeps at
  * hand (H200 at 3046cbe and 088af40, H100 at 3046cbe): fused's streams re-read the shared
  * blocks at about 7.45 TB/s on an H200 whose `peak` read 8045 from L2 (MHA, W = 2 and
