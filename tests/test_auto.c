@@ -4,6 +4,7 @@
 #include <stdint.h>
 #include <setjmp.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <cmocka.h>
 #include <math.h>
@@ -400,18 +401,21 @@ static void replay_sweep(const char *name, int l2_mib)
     snprintf(path, sizeof path, "%s/../../results/%s.csv", ATTNBENCH_SUITE_DIR, name);
     csv_table_t t;
     assert_int_equal(csv_read(path, &t, msg, sizeof msg), 0);
+    const int n = t.nrows;
+    result_row_t *all = calloc(n, sizeof *all);
+    assert_non_null(all);
+    for (int i = 0; i < n; ++i) assert_int_equal(csv_row_parse(&t, i, &all[i]), 0);
+    csv_free(&t);
     int rows = 0, misses = 0;
-    for (int i = 0; i < t.nrows; ++i) {
-        result_row_t r;
-        assert_int_equal(csv_row_parse(&t, i, &r), 0);
+    for (int i = 0; i < n; ++i) {
+        const result_row_t r = all[i];
         if (strcmp(r.kernel, "fused") || strcmp(r.status, "ok")) continue;
         double bif = 0;
-        for (int j = 0; j < t.nrows; ++j) {
-            result_row_t b;
-            assert_int_equal(csv_row_parse(&t, j, &b), 0);
-            if (!strcmp(b.kernel, "bifurcated") && !strcmp(b.status, "ok") && b.batch == r.batch &&
-                b.beam == r.beam && b.kv_heads == r.kv_heads && b.ctx == r.ctx && !strcmp(b.cache, r.cache))
-                bif = b.median_us;
+        for (int j = 0; j < n; ++j) {
+            const result_row_t *b = &all[j];
+            if (!strcmp(b->kernel, "bifurcated") && !strcmp(b->status, "ok") && b->batch == r.batch &&
+                b->beam == r.beam && b->kv_heads == r.kv_heads && b->ctx == r.ctx && !strcmp(b->cache, r.cache))
+                bif = b->median_us;
         }
         if (bif <= 0) continue;
         problem_t p = shape(r.beam, r.kv_heads, r.ctx);
@@ -432,7 +436,7 @@ static void replay_sweep(const char *name, int l2_mib)
                     r.kv_heads, r.ctx, picked, best);
         }
     }
-    csv_free(&t);
+    free(all);
     assert_true(rows >= 90);
     assert_int_equal(misses, 0);
 }
