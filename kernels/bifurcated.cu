@@ -5,9 +5,9 @@
  * Two or three launches per step:
  *  1. Context part. Grid: one CTA per (request, kv head, context split, row tile).
  *     The M rows of a CTA are the W*p queries of the request that read this kv head
- *     (W streams x p heads). On Hopper at d = 128 with W*p >= 64 (or 32 on a large
- *     context: bif_wgmma_fits) that is the wgmma body (attn_wgmma.cuh, 128 rows per
- *     CTA); otherwise 64 rows per row tile (padded when W*p < 64) in the ROWSPLIT
+ *     (W streams x p heads). On Hopper at d = 128 (bif_wgmma_fits) that is the wgmma
+ *     body (attn_wgmma.cuh, 128 rows per CTA); otherwise 64 rows per row tile
+ *     (padded when W*p < 64) in the ROWSPLIT
  *     decomposition: each of the 4 warps owns 16 rows and all 64 keys of a tile, so
  *     a K_c/V_c tile fetched into shared memory serves 64 queries. Row tiles of one
  *     (request, head, split) are adjacent in the grid and share L2.
@@ -83,30 +83,21 @@ static double bif_ctx_flop_us(const problem_t *p, const device_info_t *dev)
     const double tc = dev->peak_tc_tflops > 0 ? dev->peak_tc_tflops * 1e6 : BIF_DEFAULT_FLOPS_PER_US;
     return 4.0 * p->batch * p->beam * p->heads * (double)p->ctx * p->head_dim / tc;
 }
-static double bif_ctx_read_us(const problem_t *p, const device_info_t *dev)
-{
-    return (double)p->batch * p->ctx * io_kv_row_bytes(p) / bif_bytes_per_us(dev);
-}
 static double bif_dec_read_us(const problem_t *p, const device_info_t *dev)
 {
     return (double)p->batch * p->beam * (problem_keys(p) - p->ctx) * io_kv_row_bytes(p) / bif_bytes_per_us(dev);
 }
 
-/* The wgmma body takes the context part on Hopper at d = 128 once W*p fills one of
- * its two 64-row warpgroups: from there on its tensor-core rate, and the decode
- * part it lets run beside it, outweigh an idle warpgroup. Below that the 64-row
- * ROWSPLIT body wastes less, except at W*p = 32 on a large context: there the
- * ROWSPLIT tiles are half padding, their doubled tensor work binds the context
- * part, and the wgmma body (one idle warpgroup instead) wins once that part is
- * long against the fixed cost of its side stream and merge launch (H200,
- * results/h200/probe-bifurcated/parts.csv: g = 32, W = 32, 16k, 268 MB of
- * context, 101 us against 117 us; g = 8, W = 8, 16k, 67 MB, 46 us against 42 us). */
-#define BIF_WGMMA_HALF_TILE_MIN_US 50.0
+/* The wgmma body takes the context part on Hopper at d = 128, whatever W*p. Below
+ * 64 rows its warpgroup computes padding, as the 64-row ROWSPLIT (mma.sync) body
+ * does, and its TMA-fed pipeline still wins, with the side stream and merge launch
+ * it brings: against the body chosen before (wgmma from W*p = 64, or 32 on 50 us of
+ * context reads), alternated twice, every row of W*p = 1-63 probed ran 2-25% faster
+ * on an H100, and all but five 1-28% faster on an H200, those five (MHA at 32k,
+ * W = 1-8) within 1.2% (results/h100/half-tile/). */
 static bool bif_wgmma_fits(const problem_t *p, const device_info_t *dev)
 {
-    if (!dev || dev->cc != 90 || !attn_tc_path(p) || p->head_dim != WG_D) return false;
-    const int rows = p->beam * problem_group(p);
-    return rows >= WG_ROWS / 2 || (rows >= WG_ROWS / 4 && bif_ctx_read_us(p, dev) >= BIF_WGMMA_HALF_TILE_MIN_US);
+    return dev && dev->cc == 90 && attn_tc_path(p) && p->head_dim == WG_D;
 }
 static bool bif_wgmma(const attn_plan_t *plan) { return plan && (plan->variant & BIF_WGMMA); }
 /* Whether the plan splits the SMs between the parts (bif_ctx_sms, only with the wgmma body). */
@@ -607,7 +598,7 @@ static cudaError_t bif_launch(attn_args_t *a, cudaStream_t stream)
 extern "C" const attn_kernel_t kernel_bifurcated = {
     "bifurcated",
     "bifurcated attention: context read once per request for all W*p queries (wgmma on Hopper at "
-    "d 128 and W*p >= 64 or 32 on a large context, else mma.sync), decode part per stream (streamed "
+    "d 128, else mma.sync), decode part per stream (streamed "
     "by the 128-key wgmma part between its context tiles where p <= 8, else beside it on a second "
     "stream or on the SMs a persistent context grid leaves), log-sum-exp merge",
     "contiguous (split context/decoded buffers), paged (shared context blocks); fp16, bf16 (tensor cores at "

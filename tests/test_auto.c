@@ -154,26 +154,24 @@ static int on_wgmma(problem_t p, const device_info_t *dev)
     return bifurcated_context_on_wgmma(&plan);
 }
 
-static void test_wgmma_context_body_from_64_rows_or_32_on_a_large_context(void **state)
+static void test_wgmma_context_body_on_hopper_at_d128_whatever_the_rows(void **state)
 {
     (void)state;
     device_info_t dev = h100();
     assert_true(on_wgmma(shape(16, 8, 8192), &dev));   /* W*p = 16*4 = 64 rows: one warpgroup tile */
-    problem_t p = shape(8, 8, 8192);                   /* 32 rows: the mma.sync body wastes less */
-    assert_false(on_wgmma(p, &dev));
-    /* and the model charges it that body's fixed cost */
-    attn_plan_t plan = bifurcated_plan(p, &dev);
-    assert_true(auto_predict_bifurcated_us(&p, &plan, &dev) >= BIFURCATED_ROWSPLIT_FIXED_US);
-    p = shape(16, 8, 8192);
+    assert_true(on_wgmma(shape(8, 8, 8192), &dev));    /* 32 rows */
+    assert_true(on_wgmma(shape(32, 32, 8192), &dev));  /* 32 rows */
+    assert_true(on_wgmma(shape(1, 32, 8192), &dev));   /* 1 row */
+    problem_t p = shape(16, 8, 8192);
     p.head_dim = 64;                                   /* only d = 128 has a wgmma body */
     assert_false(on_wgmma(p, &dev));
-    /* W*p = 32 on a large context: half-padded mma.sync tiles would bind it */
-    assert_int_equal(on_wgmma(shape(32, 32, 16384), &dev), 64); /* 268 MB of context */
-    assert_false(on_wgmma(shape(32, 32, 8192), &dev));          /* 134 MB: fixed costs win */
-    assert_false(on_wgmma(shape(16, 32, 65536), &dev));         /* 16 rows */
     dev.cc = 80;                                       /* not Hopper: no wgmma */
-    assert_false(on_wgmma(shape(16, 8, 8192), &dev));
+    p = shape(8, 8, 8192);
+    assert_false(on_wgmma(p, &dev));
     assert_false(on_wgmma(shape(32, 32, 16384), &dev));
+    /* and the model charges the mma.sync body its own fixed cost */
+    attn_plan_t plan = bifurcated_plan(p, &dev);
+    assert_true(auto_predict_bifurcated_us(&p, &plan, &dev) >= BIFURCATED_ROWSPLIT_FIXED_US);
 }
 
 static void test_wide_wgmma_tiles_where_the_context_part_is_large_or_the_decode_part_small(void **state)
@@ -539,7 +537,7 @@ int main(void)
         cmocka_unit_test(test_paged_shared_prefix_is_bifurcated),
         cmocka_unit_test(test_paged_rereads_come_from_l2),
         cmocka_unit_test(test_paged_rereads_below_the_measured_l2_rate),
-        cmocka_unit_test(test_wgmma_context_body_from_64_rows_or_32_on_a_large_context),
+        cmocka_unit_test(test_wgmma_context_body_on_hopper_at_d128_whatever_the_rows),
         cmocka_unit_test(test_wide_wgmma_tiles_where_the_context_part_is_large_or_the_decode_part_small),
         cmocka_unit_test(test_wgmma_context_splits_capped_at_64),
         cmocka_unit_test(test_sm_split_where_the_mha_decode_part_outweighs_the_context_work),
