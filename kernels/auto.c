@@ -49,7 +49,11 @@
  * 4, 8k-32k), and at the full rate the H200's MHA row W = 2, 16k predicted fused 78.3 us
  * and bifurcated 80.6, and ran fused, 6.8-8.6% slower (84.4 against 79.0 us). Bifurcation wins once
  * the context traffic it saves, (W - 1) * B * m_c rows of K/V, outweighs its fixed
- * cost; with W = 1 it saves nothing and is never picked. */
+ * cost. With W = 1 it saves nothing, and is weighed all the same: on Hopper at
+ * d = 128 its wgmma context body reads an MQA group's K/V faster than `fused` does
+ * (MQA, W = 1, 32k: 25.2 against 26.7 us on the H100's contiguous sweep at 0fb2d09,
+ * 23.4 against 26.5 on the H200's paged one), and the model, whose constants pick within
+ * 5% on every row of those four sweeps at W = 1 as elsewhere, picks it there. */
 #include <stddef.h>
 #include "auto.h"
 
@@ -126,7 +130,7 @@ static void auto_plan(const problem_t *p, const device_info_t *dev, attn_plan_t 
     kernel_fused.plan(p, dev, &fused);
     fused.runs = &kernel_fused;
     *plan = fused;
-    if (p->beam < 2 || kernel_bifurcated.unsupported(p)) return;
+    if (kernel_bifurcated.unsupported(p)) return;
     kernel_bifurcated.plan(p, dev, &bif);
     bif.runs = &kernel_bifurcated;
     if (auto_predict_bifurcated_us(p, &bif, dev) < auto_predict_fused_us(p, &fused, dev))

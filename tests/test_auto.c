@@ -75,12 +75,14 @@ static problem_t paged(problem_t p)
     return p;
 }
 
-static void test_one_stream_is_fused(void **state)
+static void test_one_stream_is_fused_but_mqa_on_a_long_context(void **state)
 {
     (void)state;
     /* nothing to share: bifurcation only adds launches */
     assert_string_equal(picks(shape(1, 32, 8192)), "fused");
-    assert_string_equal(picks(shape(1, 1, 131072)), "fused");
+    assert_string_equal(picks(shape(1, 8, 32768)), "fused");
+    /* but the wgmma context body reads one MQA group's K/V faster than fused */
+    assert_string_equal(picks(shape(1, 1, 131072)), "bifurcated");
 }
 
 static void test_shared_context_is_bifurcated(void **state)
@@ -525,7 +527,7 @@ static void test_unsupported_by_bifurcated_falls_back(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_one_stream_is_fused),
+        cmocka_unit_test(test_one_stream_is_fused_but_mqa_on_a_long_context),
         cmocka_unit_test(test_shared_context_is_bifurcated),
         cmocka_unit_test(test_short_context_long_decode_is_fused),
         cmocka_unit_test(test_few_streams_of_mqa_stay_fused),
