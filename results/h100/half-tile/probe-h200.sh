@@ -1,0 +1,11 @@
+#!/bin/bash
+# The same rows on an H200: base against r1 (the wgmma body at any W*p).
+D=results/h100/half-tile
+mkdir -p /tmp/b $OUT/r; for v in base r1; do gunzip -c .bin/$v.gz > /tmp/b/$v; chmod +x /tmp/b/$v; done
+cat $D/probe.suite $D/probe-small.suite > /tmp/all.suite
+for pass in 1 2; do for v in base r1; do
+  timeout 140 /tmp/b/$v sweep --suite /tmp/all.suite --verify --min-time 0.1 --out $OUT/r/h200-$v-$pass.csv > $OUT/r/h200-$v-$pass.log 2>&1
+  echo "$pass $v rc=$? $(date +%s)" >> $OUT/r/rc.txt
+done; done
+cat $OUT/r/rc.txt
+cd $OUT && tar czf all.tgz r && rm -rf r
