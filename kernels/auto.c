@@ -51,9 +51,9 @@
  * the context traffic it saves, (W - 1) * B * m_c rows of K/V, outweighs its fixed
  * cost. With W = 1 it saves nothing, and is weighed all the same: on Hopper at
  * d = 128 its wgmma context body reads an MQA group's K/V faster than `fused` does
- * (MQA, W = 1, 32k: 25.2 against 26.7 us on the H100's contiguous sweep at 0fb2d09,
- * 23.4 against 26.5 on the H200's paged one), and the model, whose constants pick within
- * 5% on every row of those four sweeps at W = 1 as elsewhere, picks it there. */
+ * (MQA, W = 1, 32k: 25.1 against 26.5 us on the H100's contiguous sweep at 54d1e29,
+ * 23.5 against 26.6 on the H200's paged one), and the model, whose constants pick within
+ * 5% on every row of the four sweeps at W = 1 as elsewhere, picks it there. */
 #include <stddef.h>
 #include "auto.h"
 

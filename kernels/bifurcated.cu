@@ -92,7 +92,7 @@ static double bif_dec_read_us(const problem_t *p, const device_info_t *dev)
  * 64 rows its warpgroup computes padding, as the 64-row ROWSPLIT (mma.sync) body
  * does, and its TMA-fed pipeline still wins, with the side stream and merge launch
  * it brings: against the body chosen before (wgmma from W*p = 64, or 32 on 50 us of
- * context reads), alternated twice, every row of W*p = 1-63 probed ran 2-25% faster
+ * context reads), alternated twice, every row of W*p = 1-63 probed ran 2-26% faster
  * on an H100, and all but five 1-28% faster on an H200, those five (MHA at 32k,
  * W = 1-8) within 1.2% (results/h100/half-tile/). */
 static bool bif_wgmma_fits(const problem_t *p, const device_info_t *dev)
