@@ -7,9 +7,9 @@
  *     The M rows of a CTA are the W*p queries of the request that read this kv head
  *     (W streams x p heads). On Hopper at d = 128 (bif_wgmma_fits) that is the wgmma
  *     body (attn_wgmma.cuh, 128 rows per CTA); otherwise 64 rows per row tile
- *     (padded when W*p < 64) in the ROWSPLIT
- *     decomposition: each of the 4 warps owns 16 rows and all 64 keys of a tile, so
- *     a K_c/V_c tile fetched into shared memory serves 64 queries. Row tiles of one
+ *     (padded when W*p < 64) in the ROWSPLIT decomposition: each of the 4 warps owns
+ *     16 rows and all 64 keys of a tile, so a K_c/V_c tile fetched into shared memory
+ *     serves 64 queries. Row tiles of one
  *     (request, head, split) are adjacent in the grid and share L2.
  *     Context keys are split (split_plan_auto) when request x head x row-tile CTAs
  *     alone would not fill the GPU. Where the decode part of MHA outweighs the
