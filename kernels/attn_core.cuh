@@ -328,11 +328,14 @@ __device__ __noinline__ void tail_merge(T *out, const float *ws_acc, const float
 /* Combines the per-warp states staged in shared memory (source i of CTA row r at
  * index i*rows_per_src + r; m in log2 units, l, o with row stride d+8) and writes
  * either the final output (nslots == 1) or this split's partial, over the CTA's first
- * nthreads threads (0: all of them). */
+ * nthreads threads (0: all of them). With fold > 0 the row's other partials are this
+ * CTA's own, in the workspace slots after the splits' (slot_base + splits + k, k <
+ * fold; m in natural-log units): they are folded in and the final output written,
+ * with no merge launch behind the CTA (the wgmma body's decode tiles, one split). */
 template <typename T>
 __device__ void combine_and_emit(const attn_params_t &P, const cta_coord &c, const float *st_o,
                                  const float *st_m, const float *st_l, int rows, int nsrc,
-                                 int rows_per_src, int d, int nthreads = 0)
+                                 int rows_per_src, int d, int nthreads = 0, int fold = 0)
 {
     const int q4 = d / 4;
     const int ostride = d + 8;
@@ -341,8 +344,11 @@ __device__ void combine_and_emit(const attn_params_t &P, const cta_coord &c, con
         int r = idx / q4, x = (idx - r * q4) * 4;
         int stream, head;
         if (!row_target(P, c, r, &stream, &head)) continue;
+        int64_t row_id = (int64_t)stream * P.heads + head;
+        const int64_t fold_slot = row_id * P.nslots + P.slot_base + P.splits;
         float M = -INFINITY;
         for (int i = 0; i < nsrc; ++i) M = fmaxf(M, st_m[i * rows_per_src + r]);
+        for (int k = 0; k < fold; ++k) M = fmaxf(M, __ldcg(&P.ws_ml[fold_slot + k].x) * ATTN_LOG2E);
         float L = 0.f;
         float4 acc = make_float4(0.f, 0.f, 0.f, 0.f);
         if (M != -INFINITY) {
@@ -353,9 +359,15 @@ __device__ void combine_and_emit(const attn_params_t &P, const cta_coord &c, con
                 float4 o = *reinterpret_cast<const float4 *>(st_o + (int64_t)s * ostride + x);
                 acc.x += o.x * w; acc.y += o.y * w; acc.z += o.z * w; acc.w += o.w * w;
             }
+            for (int k = 0; k < fold; ++k) {
+                const float2 ml = __ldcg(&P.ws_ml[fold_slot + k]);
+                const float4 o = __ldcg(reinterpret_cast<const float4 *>(P.ws_acc + (fold_slot + k) * d + x));
+                const float w = exp2f(ml.x * ATTN_LOG2E - M);
+                L += ml.y * w;
+                acc.x += o.x * w; acc.y += o.y * w; acc.z += o.z * w; acc.w += o.w * w;
+            }
         }
-        int64_t row_id = (int64_t)stream * P.heads + head;
-        if (P.nslots == 1) {
+        if (P.nslots == 1 || fold > 0) {
             float inv = L > 0.f ? 1.f / L : 0.f;
             store4((T *)P.out + row_id * d + x, acc.x * inv, acc.y * inv, acc.z * inv, acc.w * inv);
         } else {

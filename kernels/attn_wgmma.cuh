@@ -999,7 +999,12 @@ __global__ void __launch_bounds__(wg_shape_t<KT>::THREADS, 1)
                 make_float2(o[4 * n + 2 * h], o[4 * n + 2 * h + 1]);
     }
     cta_sync();
-    combine_and_emit<T>(P, c, st_o, st_m, st_l, WG_ROWS, 1, WG_ROWS, WG_D, WG_THREADS);
+    /* With one split the CTA holds every partial of its rows: the context's, staged,
+     * and its decode tiles' in the workspace (stored before the barrier above, which
+     * orders them for every thread of the two warpgroups). It folds them and writes
+     * the output itself, and the step needs no merge launch (bif_folds_in_cta). */
+    const int fold = DEC && P.dec_keys > 0 && P.splits == 1 ? dec_tiles : 0;
+    combine_and_emit<T>(P, c, st_o, st_m, st_l, WG_ROWS, 1, WG_ROWS, WG_D, WG_THREADS, fold);
     if (PRODUCER) {
         /* the staging is read: the ring's last STAGES tiles are free for the producer */
         fence_proxy_async();

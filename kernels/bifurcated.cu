@@ -2,7 +2,7 @@
  * as fused kernels on the shared core of attn_core.cuh. Same math and FLOPs as
  * `fused`; the context K/V is read once per request instead of once per stream.
  *
- * Two or three launches per step:
+ * One to three launches per step:
  *  1. Context part. Grid: one CTA per (request, kv head, context split, row tile).
  *     The M rows of a CTA are the W*p queries of the request that read this kv head
  *     (W streams x p heads). On Hopper at d = 128 (bif_wgmma_fits) that is the wgmma
@@ -28,10 +28,11 @@
  *     context grid, the register-streaming body (attn_stream.cuh) on the SMs that
  *     grid leaves.
  *  3. The log-sum-exp merge of the context splits and decode splits of each
- *     (stream, head) into out: by the decode part's last CTA of each (stream, kv
- *     head) where the decode part runs after the context part (mma.sync body),
- *     else (the decode part in or beside the wgmma body, or many partials) a merge
- *     launch.
+ *     (stream, head) into out: by the context CTA itself where it streams the decode
+ *     part of its rows over an unsplit context (bif_folds_in_cta); by the decode
+ *     part's last CTA of each (stream, kv head) where the decode part runs after the
+ *     context part (mma.sync body); else (the decode part beside the wgmma body, its
+ *     tiles over a split context, or many partials) a merge launch.
  * fp32 and head dims without a tensor-core instantiation run both parts on the
  * CUDA-core body. */
 #include <limits.h>
@@ -234,6 +235,15 @@ static bif_splits_t bif_resolve(const problem_t *p, const attn_plan_t *plan)
     return s;
 }
 
+/* Where the 128-key body streams the decode part and the context is one split, each
+ * context CTA holds every partial of its rows and writes their output itself
+ * (attn_wgmma_ctx_kernel's epilogue): no merge launch, and the context's partial never
+ * reaches the workspace. */
+static bool bif_folds_in_cta(const problem_t *p, const attn_plan_t *plan)
+{
+    return bif_dec_in_cta(plan) && bif_resolve(p, plan).ctx.splits == 1;
+}
+
 static kv_layout_t bif_layout(const problem_t *p)
 {
     return p->cache == CACHE_PAGED ? LAYOUT_PAGED : LAYOUT_BIFURCATED;
@@ -348,7 +358,9 @@ static size_t bif_private_bytes(const problem_t *p, const attn_plan_t *plan)
 static attn_io_t bif_io(const problem_t *p, const attn_plan_t *plan)
 {
     attn_io_t io;
+    const bif_splits_t s = bif_resolve(p, plan);
     double partials = (double)bif_counters_offset(p, plan);
+    if (bif_folds_in_cta(p, plan)) partials *= (double)s.dec.splits / s.nslots; /* the decode tiles' alone */
     /* paged: the per-stream copies of a partly filled last context block are read
      * by the decode part, stream by stream */
     double kv = p->cache == CACHE_PAGED ? io_kv_bytes_stored(p) : io_kv_bytes_unique(p);
@@ -560,7 +572,7 @@ static cudaError_t bif_launch(attn_args_t *a, cudaStream_t stream)
         if (err != cudaSuccess) return err;
     }
 
-    if (in_cta) return attn_launch_merge(p, &P, stream);
+    if (in_cta) return bif_folds_in_cta(p, &a->plan) ? cudaSuccess : attn_launch_merge(p, &P, stream);
 
     attn_params_t dp = P;
     dp.kv = paged ? a->kv : a->kv_dec;
