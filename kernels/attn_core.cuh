@@ -325,17 +325,78 @@ __device__ __noinline__ void tail_merge(T *out, const float *ws_acc, const float
     }
 }
 
+/* The final output of a CTA's rows whose other partials the CTA itself left in the
+ * workspace, in the slots after the splits' (slot_base + splits + k, k < fold; m in
+ * natural-log units): the wgmma body's decode tiles over an unsplit context, whose
+ * CTA then needs no merge launch behind it. The state staged in shared memory is
+ * one source per row (m in log2 units, l, o with row stride d+8), as
+ * combine_and_emit's with nsrc = 1. Written for latency, as tail_merge: a thread
+ * fetches its FOLD_BATCH (row, 4 columns) entries' partials of a slot at once, so a
+ * slot costs one L2 round trip per batch, not one per entry (entry by entry, the
+ * fold took about as long as the merge launch it replaces, H200, results/fold/). */
+#define FOLD_BATCH 8
+template <typename T>
+__device__ void fold_and_emit(const attn_params_t &P, const cta_coord &c, const float *st_o, const float *st_m,
+                              const float *st_l, int rows, int d, int nthreads, int fold)
+{
+    const int q4 = d / 4, ostride = d + 8, n = rows * q4;
+    for (int i0 = threadIdx.x; i0 < n; i0 += FOLD_BATCH * nthreads) {
+        float M[FOLD_BATCH], L[FOLD_BATCH];
+        float4 acc[FOLD_BATCH];
+        int64_t row_id[FOLD_BATCH]; /* -1: no entry, or a padding row */
+        int col[FOLD_BATCH];
+#pragma unroll
+        for (int j = 0; j < FOLD_BATCH; ++j) {
+            const int idx = i0 + j * nthreads, r = idx / q4;
+            int stream = 0, head = 0;
+            col[j] = (idx - r * q4) * 4;
+            row_id[j] = idx < n && row_target(P, c, r, &stream, &head) ? (int64_t)stream * P.heads + head : -1;
+            M[j] = row_id[j] >= 0 ? st_m[r] : -INFINITY;
+            L[j] = row_id[j] >= 0 ? st_l[r] : 0.f;
+            acc[j] = row_id[j] >= 0 ? *reinterpret_cast<const float4 *>(st_o + (int64_t)r * ostride + col[j])
+                                    : make_float4(0.f, 0.f, 0.f, 0.f);
+        }
+        for (int k = 0; k < fold; ++k) {
+            float2 ml[FOLD_BATCH];
+            float4 o[FOLD_BATCH];
+#pragma unroll
+            for (int j = 0; j < FOLD_BATCH; ++j) {
+                const int64_t slot = row_id[j] * P.nslots + P.slot_base + P.splits + k;
+                ml[j] = row_id[j] >= 0 ? __ldcg(&P.ws_ml[slot]) : make_float2(-INFINITY, 0.f);
+                o[j] = row_id[j] >= 0 ? __ldcg(reinterpret_cast<const float4 *>(P.ws_acc + slot * d + col[j]))
+                                      : make_float4(0.f, 0.f, 0.f, 0.f);
+            }
+#pragma unroll
+            for (int j = 0; j < FOLD_BATCH; ++j) {
+                const float mk = ml[j].x * ATTN_LOG2E, mn = fmaxf(M[j], mk);
+                if (mn == -INFINITY) continue;
+                const float a = exp2f(M[j] - mn), b = exp2f(mk - mn);
+                L[j] = L[j] * a + ml[j].y * b;
+                acc[j].x = acc[j].x * a + o[j].x * b;
+                acc[j].y = acc[j].y * a + o[j].y * b;
+                acc[j].z = acc[j].z * a + o[j].z * b;
+                acc[j].w = acc[j].w * a + o[j].w * b;
+                M[j] = mn;
+            }
+        }
+#pragma unroll
+        for (int j = 0; j < FOLD_BATCH; ++j) {
+            if (row_id[j] < 0) continue;
+            const float inv = L[j] > 0.f ? 1.f / L[j] : 0.f;
+            store4(static_cast<T *>(P.out) + row_id[j] * d + col[j], acc[j].x * inv, acc[j].y * inv,
+                   acc[j].z * inv, acc[j].w * inv);
+        }
+    }
+}
+
 /* Combines the per-warp states staged in shared memory (source i of CTA row r at
  * index i*rows_per_src + r; m in log2 units, l, o with row stride d+8) and writes
  * either the final output (nslots == 1) or this split's partial, over the CTA's first
- * nthreads threads (0: all of them). With fold > 0 the row's other partials are this
- * CTA's own, in the workspace slots after the splits' (slot_base + splits + k, k <
- * fold; m in natural-log units): they are folded in and the final output written,
- * with no merge launch behind the CTA (the wgmma body's decode tiles, one split). */
+ * nthreads threads (0: all of them). */
 template <typename T>
 __device__ void combine_and_emit(const attn_params_t &P, const cta_coord &c, const float *st_o,
                                  const float *st_m, const float *st_l, int rows, int nsrc,
-                                 int rows_per_src, int d, int nthreads = 0, int fold = 0)
+                                 int rows_per_src, int d, int nthreads = 0)
 {
     const int q4 = d / 4;
     const int ostride = d + 8;
@@ -344,11 +405,8 @@ __device__ void combine_and_emit(const attn_params_t &P, const cta_coord &c, con
         int r = idx / q4, x = (idx - r * q4) * 4;
         int stream, head;
         if (!row_target(P, c, r, &stream, &head)) continue;
-        int64_t row_id = (int64_t)stream * P.heads + head;
-        const int64_t fold_slot = row_id * P.nslots + P.slot_base + P.splits;
         float M = -INFINITY;
         for (int i = 0; i < nsrc; ++i) M = fmaxf(M, st_m[i * rows_per_src + r]);
-        for (int k = 0; k < fold; ++k) M = fmaxf(M, __ldcg(&P.ws_ml[fold_slot + k].x) * ATTN_LOG2E);
         float L = 0.f;
         float4 acc = make_float4(0.f, 0.f, 0.f, 0.f);
         if (M != -INFINITY) {
@@ -359,15 +417,9 @@ __device__ void combine_and_emit(const attn_params_t &P, const cta_coord &c, con
                 float4 o = *reinterpret_cast<const float4 *>(st_o + (int64_t)s * ostride + x);
                 acc.x += o.x * w; acc.y += o.y * w; acc.z += o.z * w; acc.w += o.w * w;
             }
-            for (int k = 0; k < fold; ++k) {
-                const float2 ml = __ldcg(&P.ws_ml[fold_slot + k]);
-                const float4 o = __ldcg(reinterpret_cast<const float4 *>(P.ws_acc + (fold_slot + k) * d + x));
-                const float w = exp2f(ml.x * ATTN_LOG2E - M);
-                L += ml.y * w;
-                acc.x += o.x * w; acc.y += o.y * w; acc.z += o.z * w; acc.w += o.w * w;
-            }
         }
-        if (P.nslots == 1 || fold > 0) {
+        int64_t row_id = (int64_t)stream * P.heads + head;
+        if (P.nslots == 1) {
             float inv = L > 0.f ? 1.f / L : 0.f;
             store4((T *)P.out + row_id * d + x, acc.x * inv, acc.y * inv, acc.z * inv, acc.w * inv);
         } else {

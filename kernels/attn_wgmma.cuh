@@ -1003,8 +1003,10 @@ __global__ void __launch_bounds__(wg_shape_t<KT>::THREADS, 1)
      * and its decode tiles' in the workspace (stored before the barrier above, which
      * orders them for every thread of the two warpgroups). It folds them and writes
      * the output itself, and the step needs no merge launch (bif_folds_in_cta). */
-    const int fold = DEC && P.dec_keys > 0 && P.splits == 1 ? dec_tiles : 0;
-    combine_and_emit<T>(P, c, st_o, st_m, st_l, WG_ROWS, 1, WG_ROWS, WG_D, WG_THREADS, fold);
+    if (DEC && P.dec_keys > 0 && P.splits == 1)
+        fold_and_emit<T>(P, c, st_o, st_m, st_l, WG_ROWS, WG_D, WG_THREADS, dec_tiles);
+    else
+        combine_and_emit<T>(P, c, st_o, st_m, st_l, WG_ROWS, 1, WG_ROWS, WG_D, WG_THREADS);
     if (PRODUCER) {
         /* the staging is read: the ring's last STAGES tiles are free for the producer */
         fence_proxy_async();
