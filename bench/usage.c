@@ -60,8 +60,10 @@ static const char timing_text[] =
     "timing:\n"
     "  -n, --iters N          timed launches; 0 = adaptive (10 to 1000 launches,\n"
     "                         enough to fill --min-time)                       [0]\n"
-    "      --warmup N         untimed launches first                           [3]\n"
-    "      --min-time S       seconds of kernel time the adaptive count aims at [0.1]\n"
+    "      --warmup N         untimed launches first, then more until the warm-up\n"
+    "                         has run --min-time (0 with --iters: none)        [3]\n"
+    "      --min-time S       seconds of kernel time of the warm-up, and that the\n"
+    "                         adaptive count aims at                           [0.1]\n"
     "      --hot              keep L2 warm (no flush before each timed launch)\n"
     "      --graph            time the launch sequence captured in a CUDA graph\n"
     "      --seed N           seed of the random inputs; 0 = from the clock    [0]\n";

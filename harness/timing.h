@@ -22,7 +22,8 @@ typedef cudaError_t (*launch_fn)(void *ctx, cudaStream_t s);
 #define TIMING_MAX_ITERS 1000
 
 typedef struct timing_opts {
-    int warmup;          /* launches before timing, >= 0 */
+    int warmup;          /* launches before timing, >= 0; then more, until the warm-up
+                            has run min_time_s (timer_run: the clocks in steady state) */
     int iters;           /* timed launches; 0 = adaptive: enough to fill min_time_s,
                             clamped to [TIMING_MIN_ITERS, TIMING_MAX_ITERS] */
     double min_time_s;   /* adaptive target of kernel time summed over the timed launches */
