@@ -1,11 +1,11 @@
 #!/bin/sh
 # The epilogue fold against the revision before it, on one GPU:
-#   results/fold/run.sh STEP...   (from the repository root; files go to $OUT)
+#   results/h200/fold/run.sh STEP...   (from the repository root; files go to $OUT)
 # Steps: verify (verify-full for bifurcated and auto), ab (ab.suite alternated twice,
 # the revision before first), and any bench/suites/SUITE name (swept with --verify).
 # A: the revision before's binary, B: this one's (both built on the CPU machine).
 set -u
-B=${B:-build/attnbench} A=${A:-build/base/attnbench} S=results/fold/ab.suite
+B=${B:-build/attnbench} A=${A:-build/base/attnbench} S=results/h200/fold/ab.suite
 { nvidia-smi --query-gpu=name,clocks.sm,clocks.mem,temperature.gpu,power.limit --format=csv; $B peak; } > $OUT/gpu.txt 2>&1
 cat $OUT/gpu.txt
 for step in "$@"; do
