@@ -333,7 +333,7 @@ __device__ __noinline__ void tail_merge(T *out, const float *ws_acc, const float
  * combine_and_emit's with nsrc = 1. Written for latency, as tail_merge: a thread
  * fetches its FOLD_BATCH (row, 4 columns) entries' partials of a slot at once, so a
  * slot costs one L2 round trip per batch, not one per entry (entry by entry, the
- * fold took about as long as the merge launch it replaces, H200, results/fold/). */
+ * fold took about as long as the merge launch it replaces, H200, results/h200/fold/). */
 #define FOLD_BATCH 8
 template <typename T>
 __device__ void fold_and_emit(const attn_params_t &P, const cta_coord &c, const float *st_o, const float *st_m,
