@@ -19,7 +19,11 @@ const int READ_REPS = 9;
 const int L2_PASSES = 64;                            /* over a quarter of L2: about 1 ms a launch */
 const int COPY_REPS = 10;
 const int GEMM_N = 8192;
-const int GEMM_WARMUP = 20;                          /* lets clocks settle under tensor-core load */
+/* Seconds of GEMMs before the timed ones, so that the rate is the one the GPU sustains
+ * under tensor-core load, as the kernels are timed (timing.cu: warm_up). After 20 GEMMs
+ * (about 30 ms) the rate moved by up to 14% from run to run on one H100 (747 and 851
+ * TFLOP/s minutes apart), the power cap's controller not yet settled. */
+const double GEMM_WARMUP_S = 0.5;
 const int GEMM_REPS = 10;
 
 #define TRY(call) do { err = (call); if (err != cudaSuccess) goto done; } while (0)
@@ -218,12 +222,26 @@ cudaError_t measure_gemm(const bench_ctx *c, const device_info_t *dev, double *t
     TRY(cudaGetLastError());
     TRY(from_cublas(cublasCreate(&handle)));
     TRY(from_cublas(cublasSetStream(handle, c->stream)));
-    for (int r = -GEMM_WARMUP; r < GEMM_REPS; ++r) {
-        if (r >= 0) TRY(cudaEventRecord(c->start, c->stream));
-        TRY(from_cublas(cublasGemmEx(handle, CUBLAS_OP_N, CUBLAS_OP_N, GEMM_N, GEMM_N, GEMM_N, &alpha,
-                                     a, CUDA_R_16F, GEMM_N, b, CUDA_R_16F, GEMM_N, &beta,
-                                     d, CUDA_R_16F, GEMM_N, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT)));
-        if (r >= 0) {
+    { /* a block: the gotos above jump past it */
+        auto gemm = [&]() {
+            return from_cublas(cublasGemmEx(handle, CUBLAS_OP_N, CUBLAS_OP_N, GEMM_N, GEMM_N, GEMM_N, &alpha, a,
+                                            CUDA_R_16F, GEMM_N, b, CUDA_R_16F, GEMM_N, &beta, d, CUDA_R_16F, GEMM_N,
+                                            CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
+        };
+        /* warm-up in batches of GEMM_REPS, each timed, until GEMM_WARMUP_S have passed */
+        for (double warm_us = 0.0; warm_us < GEMM_WARMUP_S * 1e6;) {
+            double batch_us = 0.0;
+            TRY(cudaEventRecord(c->start, c->stream));
+            for (int r = 0; r < GEMM_REPS; ++r)
+                TRY(gemm());
+            TRY(cudaEventRecord(c->stop, c->stream));
+            TRY(elapsed_us(c, &batch_us));
+            if (!(batch_us > 0.0)) break;
+            warm_us += batch_us;
+        }
+        for (int r = 0; r < GEMM_REPS; ++r) {
+            TRY(cudaEventRecord(c->start, c->stream));
+            TRY(gemm());
             TRY(cudaEventRecord(c->stop, c->stream));
             TRY(elapsed_us(c, &us[r]));
         }
