@@ -368,9 +368,11 @@ static void test_merge_launch_has_a_fixed_cost(void **state)
  * sweep committed anew (or a constant moved) must still pass, but for the rows below.
  *
  * Known misses, rows whose crossing the model cannot place for every sweep: paged MQA
- * at W = 8, 8k on the H100 runs `fused`, 23.7 us against 22.2 for `bifurcated` in the
- * committed sweep (8f3a380; 23.8 against 22.7 in its repeat, results/h100/steady/),
- * 24.0 against 22.8 at 54d1e29, 24.0 against 22.4 at 446dacb, 24.3 and 23.5 at 4555ae0. The
+ * at W = 8, 8k on the H100 runs `fused`, 24.0 us against 22.5 for `bifurcated` in the
+ * committed sweep (006205c), 23.7 against 22.2 and 23.8 against 22.7 at 8f3a380
+ * (results/h100/steady/), 24.0 against 22.8 at 54d1e29, 24.0 against 22.4 at 446dacb,
+ * 24.3 and 23.5 at 4555ae0. At equal peaks in the two H100 sweeps no merge-launch cost
+ * places both it and the contiguous row below (replayed at 760-820 TFLOP/s). The
  * merge launch's cost that picks `bifurcated` there (2.5 us and more) makes the H100's
  * contiguous MQA rows W = 4, 8k and W = 2, 16k pick it too, where `fused` is 7.4% and
  * 5.1% faster; a fixed cost for `fused` on paged caches (0.5-2.5 us) fixed neither. */
