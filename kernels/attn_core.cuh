@@ -330,10 +330,11 @@ __device__ __noinline__ void tail_merge(T *out, const float *ws_acc, const float
  * natural-log units): the wgmma body's decode tiles over an unsplit context, whose
  * CTA then needs no merge launch behind it. The state staged in shared memory is
  * one source per row (m in log2 units, l, o with row stride d+8), as
- * combine_and_emit's with nsrc = 1. Written for latency, as tail_merge: a thread
- * fetches its FOLD_BATCH (row, 4 columns) entries' partials of a slot at once, so a
- * slot costs one L2 round trip per batch, not one per entry (entry by entry, the
- * fold took about as long as the merge launch it replaces, H200, results/h200/fold/). */
+ * combine_and_emit's with nsrc = 1; each slot is folded into it by lse_fold. Written
+ * for latency, as tail_merge: a thread fetches its FOLD_BATCH (row, 4 columns)
+ * entries' partials of a slot at once, so a slot costs one L2 round trip per batch,
+ * not one per entry (entry by entry, the fold took about as long as the merge launch
+ * it replaces, H200, results/h200/fold/). */
 #define FOLD_BATCH 8
 template <typename T>
 __device__ void fold_and_emit(const attn_params_t &P, const cta_coord &c, const float *st_o, const float *st_m,
@@ -351,7 +352,7 @@ __device__ void fold_and_emit(const attn_params_t &P, const cta_coord &c, const 
             int stream = 0, head = 0;
             col[j] = (idx - r * q4) * 4;
             row_id[j] = idx < n && row_target(P, c, r, &stream, &head) ? (int64_t)stream * P.heads + head : -1;
-            M[j] = row_id[j] >= 0 ? st_m[r] : -INFINITY;
+            M[j] = row_id[j] >= 0 ? st_m[r] * ATTN_LN2 : -INFINITY; /* natural log, as the slots' */
             L[j] = row_id[j] >= 0 ? st_l[r] : 0.f;
             acc[j] = row_id[j] >= 0 ? *reinterpret_cast<const float4 *>(st_o + (int64_t)r * ostride + col[j])
                                     : make_float4(0.f, 0.f, 0.f, 0.f);
@@ -367,17 +368,7 @@ __device__ void fold_and_emit(const attn_params_t &P, const cta_coord &c, const 
                                       : make_float4(0.f, 0.f, 0.f, 0.f);
             }
 #pragma unroll
-            for (int j = 0; j < FOLD_BATCH; ++j) {
-                const float mk = ml[j].x * ATTN_LOG2E, mn = fmaxf(M[j], mk);
-                if (mn == -INFINITY) continue;
-                const float a = exp2f(M[j] - mn), b = exp2f(mk - mn);
-                L[j] = L[j] * a + ml[j].y * b;
-                acc[j].x = acc[j].x * a + o[j].x * b;
-                acc[j].y = acc[j].y * a + o[j].y * b;
-                acc[j].z = acc[j].z * a + o[j].z * b;
-                acc[j].w = acc[j].w * a + o[j].w * b;
-                M[j] = mn;
-            }
+            for (int j = 0; j < FOLD_BATCH; ++j) lse_fold(&M[j], &L[j], &acc[j].x, 4, &ml[j].x, &ml[j].y, &o[j].x, 1);
         }
 #pragma unroll
         for (int j = 0; j < FOLD_BATCH; ++j) {
