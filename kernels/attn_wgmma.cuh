@@ -108,6 +108,16 @@ __device__ __forceinline__ uint64_t wg_desc(uint32_t saddr, uint32_t lead_bytes,
     return (uint64_t)((saddr & 0x3FFFF) >> 4) | ((uint64_t)((lead_bytes >> 4) & 0x3FFF) << 16) |
            ((uint64_t)((stride_bytes >> 4) & 0x3FFF) << 32) | (1ull << 62);
 }
+/* The descriptor of the matrix off_bytes further on from desc's: the start address is
+ * the low 14 bits (16-byte units), and shared memory ends below 256 KiB, so the offset
+ * adds to the low word without a carry out of the field. A GEMM's k steps take their
+ * descriptors this way from one built per tile: built afresh from each address, their
+ * masks and shifts took about a fifth of a tensor-core warp's instructions. */
+__device__ __forceinline__ uint64_t wg_desc_at(uint64_t desc, uint32_t off_bytes)
+{
+    const uint32_t lo = (uint32_t)desc + (off_bytes >> 4), hi = (uint32_t)(desc >> 32);
+    return ((uint64_t)hi << 32) | lo;
+}
 
 #if defined(__CUDA_ARCH__) && defined(__CUDA_ARCH_FEAT_SM90_ALL)
 #define WG_ENABLED 1
@@ -327,7 +337,9 @@ __global__ void __launch_bounds__(wg_shape_t<KT>::THREADS, 1)
     float *dec_red = reinterpret_cast<float *>(pipe + S::PIPE + S::BARRIERS);
     uint64_t *dec_bar = reinterpret_cast<uint64_t *>(pipe + S::PIPE + S::BARRIERS + S::DEC_RED);
 
-    const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5, wg = warp >> 2;
+    /* wg through a shuffle: the compiler then knows it is the same in the whole warp and
+     * keeps what derives from it, the GEMMs' descriptors among them, in uniform registers */
+    const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5, wg = __shfl_sync(0xffffffffu, warp >> 2, 0);
     const T *kv = static_cast<const T *>(P.kv);
 
     if (TMA && tid == 0) {
@@ -648,19 +660,22 @@ __global__ void __launch_bounds__(wg_shape_t<KT>::THREADS, 1)
     for (int i = 0; i < 64; ++i) o[i] = 0.f;
 
     /* S = Q K_j (asynchronous: committed, not waited). */
+    const uint64_t q_desc = wg_desc(q_wg, 16, 1024);
     auto issue_s = [&](uint32_t kbuf) {
+        const uint64_t k_desc = wg_desc(kbuf, 16, 1024);
 #pragma unroll
         for (int kk = 0; kk < WG_D / 16; ++kk) {
             const uint32_t koff = (kk >> 2) * S::HALF_TILE + (kk & 3) * 32;
             const uint32_t qoff = (kk >> 2) * S::Q_HALF + (kk & 3) * 32;
-            wg_mma_ss<T>(s, wg_desc(q_wg + qoff, 16, 1024), wg_desc(kbuf + koff, 16, 1024), kk > 0);
+            wg_mma_ss<T>(s, wg_desc_at(q_desc, qoff), wg_desc_at(k_desc, koff), kk > 0);
         }
         wg_commit();
     };
     /* O += P V_j from the A fragments in a (asynchronous). */
     auto issue_pv = [&](uint32_t vbuf, const uint32_t(&a)[KS][4]) {
+        const uint64_t v_desc = wg_desc(vbuf, S::HALF_TILE, 1024);
 #pragma unroll
-        for (int ks = 0; ks < KS; ++ks) wg_mma_rs<T>(o, a[ks], wg_desc(vbuf + ks * 16 * 128, S::HALF_TILE, 1024));
+        for (int ks = 0; ks < KS; ++ks) wg_mma_rs<T>(o, a[ks], wg_desc_at(v_desc, ks * 16 * 128));
         wg_commit();
     };
     /* Online softmax of tile j's S into the A fragments a, m and l; alpha is the factor O still
@@ -684,26 +699,34 @@ __global__ void __launch_bounds__(wg_shape_t<KT>::THREADS, 1)
 #pragma unroll
             for (int i = 0; i < NS; ++i) pr[i] = s[i];
         }
+        /* pairwise trees, not chains, and the thread's two rows side by side at each
+         * step (their shuffles together): the softmax's dependent latencies sit between
+         * a warpgroup's GEMM issues, with two warps per scheduler to hide them
+         * (the trees took 0.3-0.8% off the context-bound rows, results/h100/softmax-tree/) */
+        float mx[2], m_use[2];
 #pragma unroll
         for (int h = 0; h < 2; ++h) {
-            /* pairwise trees, not chains: the softmax's dependent latencies sit between
-             * a warpgroup's GEMM issues, with two warps per scheduler to hide them
-             * (0.3-0.8% off the context-bound rows, results/h100/softmax-tree/) */
             float red[KT / 8];
 #pragma unroll
             for (int n = 0; n < KT / 8; ++n) red[n] = fmaxf(pr[4 * n + 2 * h], pr[4 * n + 2 * h + 1]);
-            float mx = wg_tree<KT / 8>(red, [](float a, float b) { return fmaxf(a, b); });
-            mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));
-            mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));
-            float m_new = fmaxf(m[h], mx * P.scale_log2);
-            float m_use = m_new == -INFINITY ? 0.f : m_new;
-            alpha[h] = fast_exp2(m[h] - m_use);
+            mx[h] = wg_tree<KT / 8>(red, [](float a, float b) { return fmaxf(a, b); });
+        }
+#pragma unroll
+        for (int x = 1; x <= 2; x <<= 1)
+#pragma unroll
+            for (int h = 0; h < 2; ++h) mx[h] = fmaxf(mx[h], __shfl_xor_sync(0xffffffffu, mx[h], x));
+#pragma unroll
+        for (int h = 0; h < 2; ++h) {
+            const float m_new = fmaxf(m[h], mx[h] * P.scale_log2);
+            m_use[h] = m_new == -INFINITY ? 0.f : m_new;
+            alpha[h] = fast_exp2(m[h] - m_use[h]);
             m[h] = m_new;
+        }
 #pragma unroll
-            for (int n = 0; n < KT / 8; ++n)
+        for (int i = 0; i < NS; ++i) pr[i] = fast_exp2(fmaf(pr[i], P.scale_log2, -m_use[(i >> 1) & 1]));
 #pragma unroll
-                for (int e = 0; e < 2; ++e)
-                    pr[4 * n + 2 * h + e] = fast_exp2(fmaf(pr[4 * n + 2 * h + e], P.scale_log2, -m_use));
+        for (int h = 0; h < 2; ++h) {
+            float red[KT / 8];
 #pragma unroll
             for (int n = 0; n < KT / 8; ++n) red[n] = pr[4 * n + 2 * h] + pr[4 * n + 2 * h + 1];
             l[h] = l[h] * alpha[h] + wg_tree<KT / 8>(red, [](float a, float b) { return a + b; });
@@ -819,14 +842,14 @@ __global__ void __launch_bounds__(wg_shape_t<KT>::THREADS, 1)
             unsigned char *pt = pipe + (sl % NSLOTS) * S::TILE;       /* P^T over K */
             unsigned char *pv = pipe + ((sl + 1) % NSLOTS) * S::TILE; /* V */
             float st[2][4], ot[2][4];
+            const uint64_t kd = wg_desc(kbuf, 16, 1024), qd = wg_desc(smem_addr(q_s) + row0 * 128, 16, 1024);
             wg_fence();
 #pragma unroll
             for (int mb = 0; mb < 2; ++mb)
 #pragma unroll
                 for (int kk = 0; kk < WG_D / 16; ++kk)
-                    wg_mma_n8<T, 0>(st[mb], wg_desc(kbuf + (kk >> 2) * S::HALF_TILE + mb * 64 * 128 + (kk & 3) * 32, 16, 1024),
-                                    wg_desc(smem_addr(q_s) + row0 * 128 + (kk >> 2) * S::Q_HALF + (kk & 3) * 32, 16, 1024),
-                                    kk > 0);
+                    wg_mma_n8<T, 0>(st[mb], wg_desc_at(kd, (kk >> 2) * S::HALF_TILE + mb * 64 * 128 + (kk & 3) * 32),
+                                    wg_desc_at(qd, (kk >> 2) * S::Q_HALF + (kk & 3) * 32), kk > 0);
             wg_commit();
             wg_wait<0>();
             wg_hold(st[0]);
@@ -878,13 +901,14 @@ __global__ void __launch_bounds__(wg_shape_t<KT>::THREADS, 1)
             }
             fence_proxy_async(); /* P^T, written through the generic proxy, is read by wgmma */
             wg_bar();
+            const uint64_t vd = wg_desc(vbuf, S::HALF_TILE, 1024);
             wg_fence();
 #pragma unroll
             for (int mb = 0; mb < 2; ++mb)
 #pragma unroll
                 for (int ks = 0; ks < KT / 16; ++ks)
-                    wg_mma_n8<T, 1>(ot[mb], wg_desc(vbuf + mb * S::HALF_TILE + ks * 16 * 128, S::HALF_TILE, 1024),
-                                    wg_desc(kbuf + (ks >> 2) * 1024 + (ks & 3) * 32, 16, 1024), ks > 0);
+                    wg_mma_n8<T, 1>(ot[mb], wg_desc_at(vd, mb * S::HALF_TILE + ks * 16 * 128),
+                                    wg_desc_at(kd, (ks >> 2) * 1024 + (ks & 3) * 32), ks > 0);
             wg_commit();
             wg_wait<0>();
             wg_hold(ot[0]);
