@@ -453,6 +453,10 @@ __global__ void __launch_bounds__(wg_shape_t<KT>::THREADS, 1)
      * third kept the next context tile waiting: steps took 10-25% longer than with
      * the decode part after the context part; results/h200/dec-in-cta/.) */
     const int dec_tiles = DEC ? max((P.dec_keys + KT - 1) / KT, 1) : 1; /* tiles of a job */
+    /* decode tile i's job and its tile within the job; a job is mostly one tile (up to
+     * 128 decode keys a stream), which skips the division's dozens of dependent
+     * instructions before every tile */
+    auto dec_job = [&](int i) { return dec_tiles == 1 ? i : i / dec_tiles; };
     struct dec_plan { int jobs[2], ntiles, inter; };
     auto dec_plan_of = [&](const cta_coord &c) {
         dec_plan d{{0, 0}, 0, 0};
@@ -481,8 +485,12 @@ __global__ void __launch_bounds__(wg_shape_t<KT>::THREADS, 1)
         }
         return w * 64 + (c.split + jj * P.splits) * P.group;
     };
+    /* (the decode tiles' groups are powers of two, bif_dec_streamable: a shift, not a
+     * division's dependent chain before every tile; through a shuffle, as wg, to stay
+     * in uniform registers) */
+    const int group_shift = __shfl_sync(0xffffffffu, __ffs(P.group) - 1, 0);
     auto dec_stream = [&](const cta_coord &c, int row) {
-        return c.unit * P.streams_per_unit + (c.row_tile * WG_ROWS + row) / P.group;
+        return c.unit * P.streams_per_unit + ((c.row_tile * WG_ROWS + row) >> group_shift);
     };
     /* The size of group t, the groups taken in turn: acc carries the spreading of the
      * inter tiles over the n - 1 gaps (no division: the consumers compute this between
@@ -501,8 +509,8 @@ __global__ void __launch_bounds__(wg_shape_t<KT>::THREADS, 1)
     struct dec_source { int mat, key; tile_boxes tb; };
     auto dec_look_up = [&](const cta_coord &c, const dec_plan &d, int i) {
         int w;
-        const int stream = dec_stream(c, dec_job_row(c, d, i / dec_tiles, w));
-        const int key = i % dec_tiles * KT;
+        const int q = dec_job(i), stream = dec_stream(c, dec_job_row(c, d, q, w));
+        const int key = (i - q * dec_tiles) * KT;
         dec_source src{stream * 2 * P.kv_heads + c.head, key, tile_boxes{}};
         if constexpr (ADDR == ADDR_PAGED) src.tb = boxes_at(table_row(stream), P.key_end + key, P.key_end + P.dec_keys);
         return src;
@@ -830,9 +838,9 @@ __global__ void __launch_bounds__(wg_shape_t<KT>::THREADS, 1)
         wg_phase ^= 1;
     };
     auto dec_tile = [&](int i, int ls) {
-        const int sl = tile_base + ls, k = i % dec_tiles;
+        const int q = dec_job(i), sl = tile_base + ls, k = i - q * dec_tiles;
         int w;
-        const int row = dec_job_row(c, dp, i / dec_tiles, w);
+        const int row = dec_job_row(c, dp, q, w);
         slot_wait(sl);
         slot_wait(sl + 1);
         if (w == wg) {
