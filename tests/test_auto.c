@@ -368,8 +368,9 @@ static void test_merge_launch_has_a_fixed_cost(void **state)
  * sweep committed anew (or a constant moved) must still pass, but for the rows below.
  *
  * Known misses, rows whose crossing the model cannot place for every sweep: paged MQA
- * at W = 8, 8k on the H100 runs `fused`, 24.0 us against 22.5 for `bifurcated` in the
- * committed sweep (006205c), 23.7 against 22.2 and 23.8 against 22.7 at 8f3a380
+ * at W = 8, 8k on the H100 runs `fused`, 24.2 us against 22.8 for `bifurcated` in the
+ * committed sweep (318d53c), 23.8 against 22.5 at c6b3e0f, 24.0 against 22.5 at 006205c,
+ * 23.7 against 22.2 and 23.8 against 22.7 at 8f3a380
  * (results/h100/steady/), 24.0 against 22.8 at 54d1e29, 24.0 against 22.4 at 446dacb,
  * 24.3 and 23.5 at 4555ae0. At equal peaks in the two H100 sweeps no merge-launch cost
  * places both it and the contiguous row below (replayed at 760-820 TFLOP/s). The
