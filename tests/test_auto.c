@@ -67,6 +67,15 @@ static problem_t shape(int beam, int kv_heads, int ctx)
     return p;
 }
 
+/* The plans of `fused` (f) and `bifurcated` (b) for p on dev. */
+static void plan_both(problem_t *p, const device_info_t *dev, attn_plan_t *f, attn_plan_t *b)
+{
+    memset(f, 0, sizeof *f);
+    memset(b, 0, sizeof *b);
+    attn_kernel_find("fused")->plan(p, dev, f);
+    attn_kernel_find("bifurcated")->plan(p, dev, b);
+}
+
 /* The same problem on a paged cache of 64-token blocks. */
 static problem_t paged(problem_t p)
 {
@@ -315,10 +324,7 @@ static void test_few_streams_of_mqa_stay_fused(void **state)
     device_info_t dev = h100();
     problem_t p = shape(2, 1, 16384);
     attn_plan_t f, b;
-    memset(&f, 0, sizeof f);
-    memset(&b, 0, sizeof b);
-    attn_kernel_find("fused")->plan(&p, &dev, &f);
-    attn_kernel_find("bifurcated")->plan(&p, &dev, &b);
+    plan_both(&p, &dev, &f, &b);
     const double tf = auto_predict_fused_us(&p, &f, &dev), tb = auto_predict_bifurcated_us(&p, &b, &dev);
     assert_true(fabs(tf - tb) < 0.05 * (tf < tb ? tf : tb));
 }
@@ -486,10 +492,7 @@ static void test_model_terms(void **state)
     device_info_t dev = h100();
     problem_t p = shape(64, 8, 8192);
     attn_plan_t f, b;
-    memset(&f, 0, sizeof f);
-    memset(&b, 0, sizeof b);
-    attn_kernel_find("fused")->plan(&p, &dev, &f);
-    attn_kernel_find("bifurcated")->plan(&p, &dev, &b);
+    plan_both(&p, &dev, &f, &b);
     /* fused: memory-bound here, so fixed cost + bytes at the measured bandwidth, plus
      * the unhidden share of its tensor-core time */
     const attn_io_t io = attn_kernel_find("fused")->io(&p, &f);
