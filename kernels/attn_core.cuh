@@ -92,6 +92,8 @@ typedef struct attn_params {
     int nslots, slot_base;       /* partial slot of split s: slot_base + s */
     int dec_keys;                /* bifurcated's wide wgmma body: the decode keys of each stream,
                                     which it streams itself beside the context (0: none) */
+    int fold;                    /* and whether each CTA folds its rows' partials and writes their
+                                    output itself (bif_folds_in_cta) */
     float scale_log2;
 } attn_params_t;
 

@@ -488,7 +488,7 @@ __global__ void __launch_bounds__(wg_shape_t<KT>::THREADS, 1)
     /* (the decode tiles' groups are powers of two, bif_dec_streamable: a shift, not a
      * division's dependent chain before every tile; through a shuffle, as wg, to stay
      * in uniform registers) */
-    const int group_shift = __shfl_sync(0xffffffffu, __ffs(P.group) - 1, 0);
+    const int group_shift = DEC ? __shfl_sync(0xffffffffu, __ffs(P.group) - 1, 0) : 0;
     auto dec_stream = [&](const cta_coord &c, int row) {
         return c.unit * P.streams_per_unit + ((c.row_tile * WG_ROWS + row) >> group_shift);
     };
@@ -1035,7 +1035,7 @@ __global__ void __launch_bounds__(wg_shape_t<KT>::THREADS, 1)
      * and its decode tiles' in the workspace (stored before the barrier above, which
      * orders them for every thread of the two warpgroups). It folds them and writes
      * the output itself, and the step needs no merge launch (bif_folds_in_cta). */
-    if (DEC && P.dec_keys > 0 && P.splits == 1)
+    if (DEC && P.fold)
         fold_and_emit<T>(P, c, st_o, st_m, st_l, WG_ROWS, WG_D, WG_THREADS, dec_tiles);
     else
         combine_and_emit<T>(P, c, st_o, st_m, st_l, WG_ROWS, 1, WG_ROWS, WG_D, WG_THREADS);

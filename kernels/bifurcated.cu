@@ -557,6 +557,7 @@ static cudaError_t bif_launch(attn_args_t *a, cudaStream_t stream)
         cp.key_end = bif_ctx_keys(p);
         cp.slot_base = 0;
         cp.dec_keys = in_cta ? bif_dec_keys(p) : 0;
+        cp.fold = bif_folds_in_cta(p, &a->plan);
         const int64_t ctas = attn_items(cp);
         if (ctas > INT_MAX) return cudaErrorInvalidConfiguration;
         if (wgmma) {
