@@ -18,9 +18,9 @@
  *    leaves room on the SM for a lean decode CTA) or 128 keys (192 KiB, the whole
  *    SM, half the per-tile costs) where the decode part is small or the context
  *    part's tensor work large, or where the 128-key body streams the decode part
- *    itself (bif_wide_fits in bifurcated.cu). With decode tiles (DEC) the ring's
- *    six slots hold K and V tiles apart, so that a decode tile's K and V arrive
- *    while the context part's K_{t+1} and V_t are in use (decode tiles, below);
+ *    itself (bif_wide_fits in bifurcated.cu). With decode tiles (DEC) four of the
+ *    ring's six slots hold the context's K and V tiles apart and the last two a
+ *    fourth warpgroup's decode tile (decode tiles, below);
  *  - paged blocks of fewer than 64 keys: 64-key tiles copied with 16-byte cp.async,
  *    the next tile's row offsets fetched a tile ahead, and a CTA-wide barrier per
  *    tile. (A box per 16-key block, 32 per wide tile, made the TMA path 16-21%
@@ -58,11 +58,19 @@
 /* The wide body's producer warpgroup (one thread of it issues the copies) and the
  * registers setmaxnreg deals out: the launch gives each of the 384 threads 168 (the
  * 64K file over 384, in steps of 8); the producer gives up what the two tensor-core
- * warpgroups need beyond that (232 each, with the decode tiles' code, leave none of
- * their registers spilled; the producer's thread needs 40). */
+ * warpgroups need beyond that (232 each leave none of their registers spilled; the
+ * producer's thread needs 40). With decode tiles a fourth warpgroup computes them
+ * (attn_wgmma_ctx_kernel: decode tiles): 512 threads at 128 each, and 224 for the
+ * tensor-core warpgroups (their loop spills none; at 216 it spills 16 bytes), 24 for
+ * the producer and 40 for the decode warpgroup (whose loop then spills 12 bytes,
+ * 56 on a paged cache). */
 #define WG_PRODUCER_THREADS 128
 #define WG_MMA_REGS 232
 #define WG_PRODUCER_REGS 40
+#define WG_DEC_THREADS 128
+#define WG_DEC_MMA_REGS 224
+#define WG_DEC_PRODUCER_REGS 24
+#define WG_DEC_REGS 40
 
 /* KT: keys per tile. 64 (96 KiB ring) leaves room on the SM for a lean decode CTA;
  * 128 (192 KiB ring) halves the per-tile costs (barrier waits, row reductions, the
@@ -79,15 +87,15 @@ struct wg_shape_t {
     static constexpr int STAGING = WG_ROWS * ((WG_D + 8) * 4 + 8);
     static constexpr int RING = WG_STAGES * KT * 4;
     static constexpr int BARRIERS = 128;                      /* of the ring: full, empty, release counts */
-    static constexpr int DEC_RED = 2 * 64 * 4;                /* then the decode tiles' cross-warp scratch */
+    static constexpr int DEC_RED = 64 * 4;                    /* then the decode warpgroup's cross-warp scratch */
     static constexpr int ALIGN = 1024;                        /* swizzle atoms are 1 KiB aligned */
     static constexpr int SMEM = ALIGN + Q_BYTES + PIPE + RING;
     /* the wide body's copies come from a producer warpgroup (attn_wgmma_ctx_kernel says why) */
     static constexpr bool PRODUCER = KT == WG_KT_WIDE;
     static constexpr int THREADS = WG_THREADS + (PRODUCER ? WG_PRODUCER_THREADS : 0);
     static_assert(STAGING <= PIPE, "epilogue staging fits in the drained ring");
-    static_assert(BARRIERS >= 2 * WG_STAGES * 2 * 8 + WG_STAGES * 4, "the TMA barriers and release counts fit");
-    static_assert(RING >= BARRIERS + DEC_RED + 2 * 8, "the barriers and the decode scratch fit in the ring");
+    static_assert(BARRIERS >= 2 * 4 * 8 + 16 + 8, "up to four slots' TMA barriers, the release counts, the decode barrier");
+    static_assert(RING >= BARRIERS + DEC_RED + 8, "the barriers and the decode scratch fit in the ring");
     static_assert(KT * (WG_D / 8) % WG_THREADS == 0, "tile copy divides among the threads");
     static_assert(SMEM <= 227 * 1024, "fits an SM's opt-in shared memory");
 
@@ -98,6 +106,11 @@ struct wg_shape_t {
     }
 };
 typedef wg_shape_t<WG_KT> wg_shape;
+/* The body's threads: with decode tiles (DEC), the decode warpgroup's besides. */
+template <int KT, bool DEC> constexpr int wg_threads()
+{
+    return wg_shape_t<KT>::THREADS + (DEC ? WG_DEC_THREADS : 0);
+}
 
 /* Shared-memory matrix descriptor, 128-byte swizzle (PTX ISA, "Matrix Descriptor
  * Format"): start, leading and stride byte offsets in 16-byte units. K-major tiles:
@@ -296,7 +309,7 @@ __device__ __forceinline__ float wg_tree(float (&r)[N], Op op)
  * item. The TMA barriers are initialised once; their phases run on across items
  * (tile_base counts the tiles of the CTA's earlier items). */
 template <typename T, int ADDR, bool TMA, int KT = WG_KT, bool PERSIST = false, bool DEC = false>
-__global__ void __launch_bounds__(wg_shape_t<KT>::THREADS, 1)
+__global__ void __launch_bounds__(wg_threads<KT, DEC>(), 1)
     attn_wgmma_ctx_kernel(const attn_params_t P, const __grid_constant__ CUtensorMap ctx_map,
                           const __grid_constant__ CUtensorMap dec_map)
 {
@@ -325,17 +338,30 @@ __global__ void __launch_bounds__(wg_shape_t<KT>::THREADS, 1)
     /* TMA: the ring holds per slot a transaction barrier (full), a barrier its readers
      * arrive on for the producer (empty) and a release count instead. A slot is a
      * stage of a K and a V tile, or with decode tiles (DEC) one K or one V tile: NSLOTS
-     * of them, K and V freed apart, K_{t+1} once S_{t+1} has read it, V_t once P_t V_t
-     * has; with three stages the context part's K_{t+1} and V_t held two whole stages
-     * and left a decode tile no room to arrive in (attn_wgmma_ctx_kernel: decode tiles). */
-    constexpr int NSLOTS = DEC ? 2 * WG_STAGES : WG_STAGES;
+     * of them for the context, K and V freed apart, K_{t+1} once S_{t+1} has read it,
+     * V_t once P_t V_t has, and the last two slots the decode warpgroup's. (Four slots
+     * so freed are as good as the three stages: GQA's context part alone, under
+     * --indirection, ran at MQA's pace; results/h100/l2-hints/summary.txt.) */
+    constexpr int NSLOTS = DEC ? 4 : WG_STAGES;
     constexpr int SLOT_BYTES = DEC ? S::TILE : 2 * S::TILE;
+    static_assert(!DEC || (NSLOTS + 2) * S::TILE <= S::PIPE, "the decode warpgroup's K and V slots fit");
     uint64_t *full = reinterpret_cast<uint64_t *>(pipe + S::PIPE);
     uint64_t *empty = full + NSLOTS;
     unsigned int *released = reinterpret_cast<unsigned int *>(empty + NSLOTS);
-    /* decode tiles: per tensor-core warpgroup, its 4 warps' column maxima, then sums */
+    uint64_t *dec_full = empty + NSLOTS + 2; /* the decode slots' transaction barrier (past released) */
+    /* decode tiles: the decode warpgroup's 4 warps' column maxima, then sums */
     float *dec_red = reinterpret_cast<float *>(pipe + S::PIPE + S::BARRIERS);
     uint64_t *dec_bar = reinterpret_cast<uint64_t *>(pipe + S::PIPE + S::BARRIERS + S::DEC_RED);
+    /* Named barriers between the tensor-core warpgroups and the decode warpgroup (0 is
+     * __syncthreads, 1 the tensor-core warpgroups'): Q has landed; the decode partials
+     * are stored. Each is one side's arrive and the other's sync. */
+    constexpr int DEC_Q_BAR = 2, DEC_DONE_BAR = 3;
+    auto dec_sync = [](int id) {
+        asm volatile("bar.sync %0, %1;\n" ::"r"(id), "n"(WG_THREADS + WG_DEC_THREADS) : "memory");
+    };
+    auto dec_arrive = [](int id) {
+        asm volatile("bar.arrive %0, %1;\n" ::"r"(id), "n"(WG_THREADS + WG_DEC_THREADS) : "memory");
+    };
 
     /* wg through a shuffle: the compiler then knows it is the same in the whole warp and
      * keeps what derives from it, the GEMMs' descriptors among them, in uniform registers */
@@ -348,8 +374,10 @@ __global__ void __launch_bounds__(wg_shape_t<KT>::THREADS, 1)
             /* the producer's slot is free once every tensor-core warp has arrived */
             mbar_init(smem_addr(&empty[j]), PRODUCER ? WG_THREADS / 32 : 1);
         }
-        if (DEC)
-            for (int w = 0; w < 2; ++w) mbar_init(smem_addr(&dec_bar[w]), WG_THREADS / 2);
+        if (DEC) {
+            mbar_init(smem_addr(dec_bar), WG_DEC_THREADS);
+            mbar_init(smem_addr(dec_full), 1);
+        }
         asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
     }
     /* The barrier of the two tensor-core warpgroups (named barrier 1 beside the
@@ -435,56 +463,31 @@ __global__ void __launch_bounds__(wg_shape_t<KT>::THREADS, 1)
         tma_slot_in(&ctx_map, c.unit * 2 * P.kv_heads + c.head, c.k_lo + j * KT, c.head, h, tb, 0);
     };
 
-    /* Decode tiles (the wide body, with P.dec_keys > 0). The producer streams, besides
-     * the context, the decode keys of the row tile's streams (K_d/V_d through dec_map,
-     * or the streams' own blocks of the pool), so that their DRAM traffic runs under
-     * the context part's tensor-core work instead of after it. A job is one stream
-     * (p <= 8 consecutive rows of one warpgroup) and its dec_tiles tiles, each of which
-     * leaves a partial of its own (slot splits + k), so no state lives from one tile
-     * to the next; a split takes every splits-th stream of each warpgroup, and the jobs
-     * alternate between the warpgroups. The ring holds K and V tiles in slots of their
-     * own, in the order the tensor-core warps free them (ring_order):
-     *   K_0, then per iteration t: K_{t+1}, V_t, the K and V tiles of group t,
-     * group t being the decode tiles computed once iteration t is. During iteration t
-     * the six slots hold K_{t+1} and V_t in use, group t and K_{t+2}, V_{t+1} arriving,
-     * so a group takes at most one tile; the first n - 1 groups take one or none,
-     * spread evenly (dec_group), and the last group the rest. (With stages of a K and a
-     * V tile, K_{t+1} and V_t held two of the three stages and a decode tile in the
-     * third kept the next context tile waiting: steps took 10-25% longer than with
-     * the decode part after the context part; results/h200/dec-in-cta/.) */
+    /* Decode tiles (the wide body, with P.dec_keys > 0). A fourth warpgroup, the decode
+     * warpgroup, streams the decode keys of the row tile's streams (K_d/V_d through
+     * dec_map, or the streams' own blocks of the pool) beside the context part, so that
+     * their DRAM traffic and their small GEMMs run under the context part's tensor-core
+     * work instead of between its iterations. A job is one stream (p <= 8 consecutive
+     * rows of the tile) and its dec_tiles tiles of KT keys, each of which leaves a
+     * partial of its own (slot splits + k), so no state lives from one tile to the
+     * next; a split takes every splits-th stream of the tile. The decode warpgroup's
+     * first thread copies each tile into the ring's last two slots (K and V) once the
+     * tile before it is done. (Computed by the tensor-core warpgroups between their
+     * context iterations instead, a tile cost its owner about 2 us of the step, whoever
+     * else waited: H100, results/h100/dec-warpgroup/.) */
     const int dec_tiles = DEC ? max((P.dec_keys + KT - 1) / KT, 1) : 1; /* tiles of a job */
     /* decode tile i's job and its tile within the job; a job is mostly one tile (up to
      * 128 decode keys a stream), which skips the division's dozens of dependent
      * instructions before every tile */
     auto dec_job = [&](int i) { return dec_tiles == 1 ? i : i / dec_tiles; };
-    struct dec_plan { int jobs[2], ntiles, inter; };
-    auto dec_plan_of = [&](const cta_coord &c) {
-        dec_plan d{{0, 0}, 0, 0};
-        if (DEC && P.dec_keys > 0) {
-#pragma unroll
-            for (int w = 0; w < 2; ++w) {
-                const int rows = min(max(P.rows_per_unit - c.row_tile * WG_ROWS - w * 64, 0), 64);
-                const int streams = rows / P.group;
-                d.jobs[w] = streams > c.split ? (streams - c.split + P.splits - 1) / P.splits : 0;
-            }
-            d.ntiles = (d.jobs[0] + d.jobs[1]) * dec_tiles;
-            d.inter = min(d.ntiles, max(tiles_of(c) - 1, 0));
-        }
-        return d;
+    /* the item's decode tiles */
+    auto dec_ntiles = [&](const cta_coord &c) {
+        if (!DEC || P.dec_keys <= 0) return 0;
+        const int streams = min(max(P.rows_per_unit - c.row_tile * WG_ROWS, 0), WG_ROWS) / P.group;
+        return (streams > c.split ? (streams - c.split + P.splits - 1) / P.splits : 0) * dec_tiles;
     };
-    /* Job q: its warpgroup w and the CTA row of its stream's first query. */
-    auto dec_job_row = [&](const cta_coord &c, const dec_plan &d, int q, int &w) {
-        const int both = 2 * min(d.jobs[0], d.jobs[1]);
-        int jj;
-        if (q < both) {
-            w = q & 1;
-            jj = q >> 1;
-        } else {
-            w = d.jobs[0] > d.jobs[1] ? 0 : 1;
-            jj = both / 2 + q - both;
-        }
-        return w * 64 + (c.split + jj * P.splits) * P.group;
-    };
+    /* Job q: the tile row of its stream's first query. */
+    auto dec_job_row = [&](const cta_coord &c, int q) { return (c.split + q * P.splits) * P.group; };
     /* (the decode tiles' groups are powers of two, bif_dec_streamable: a shift, not a
      * division's dependent chain before every tile; through a shuffle, as wg, to stay
      * in uniform registers) */
@@ -492,33 +495,133 @@ __global__ void __launch_bounds__(wg_shape_t<KT>::THREADS, 1)
     auto dec_stream = [&](const cta_coord &c, int row) {
         return c.unit * P.streams_per_unit + ((c.row_tile * WG_ROWS + row) >> group_shift);
     };
-    /* The size of group t, the groups taken in turn: acc carries the spreading of the
-     * inter tiles over the n - 1 gaps (no division: the consumers compute this between
-     * their GEMM issues), given counts the tiles handed out. */
-    auto dec_group = [&](const dec_plan &d, int t, int nctx, int &acc, int given) {
-        if (t + 1 < nctx) {
-            acc += d.inter;
-            if (acc < nctx - 1) return 0;
-            acc -= nctx - 1;
-            return 1;
-        }
-        return d.ntiles - given;
-    };
     /* Decode tile i of the item c (tile i % dec_tiles of job i / dec_tiles): where it is
      * (its stream's K_d/V_d matrix and first key, or its blocks). */
     struct dec_source { int mat, key; tile_boxes tb; };
-    auto dec_look_up = [&](const cta_coord &c, const dec_plan &d, int i) {
-        int w;
-        const int q = dec_job(i), stream = dec_stream(c, dec_job_row(c, d, q, w));
+    auto dec_look_up = [&](const cta_coord &c, int i) {
+        const int q = dec_job(i), stream = dec_stream(c, dec_job_row(c, q));
         const int key = (i - q * dec_tiles) * KT;
         dec_source src{stream * 2 * P.kv_heads + c.head, key, tile_boxes{}};
         if constexpr (ADDR == ADDR_PAGED) src.tb = boxes_at(table_row(stream), P.key_end + key, P.key_end + P.dec_keys);
         return src;
     };
+    /* the decode warpgroup's own barrier: an mbarrier of its 128 threads, whose phases
+     * its threads count alike */
+    int wg_phase = 0;
+    auto wg_bar = [&]() {
+        const uint32_t bar = smem_addr(dec_bar);
+        mbar_arrive(bar);
+        mbar_wait(bar, wg_phase);
+        wg_phase ^= 1;
+    };
+    /* Decode tile i of item c, its K tile at kbuf (pt, where P^T goes over it) and its V
+     * tile at vbuf (pv). A stream's p <= 8 queries are too few for a 64-row tile, so
+     * the GEMMs are transposed, the tile's keys (and V's dims) filling M and the queries
+     * N = 8 (the 8-row group of Q that holds them, the others ignored): S^T = K Q^T in
+     * two m64n8 blocks of 64 keys, a column softmax whose max and sum cross the 4 warps
+     * through shared memory, P^T over the K tile, which S^T has finished reading, and
+     * O^T = V^T P^T in two m64n8 blocks of 64 dims: 1/16 of a context tile's tensor
+     * work. The tile leaves its partial (m, l, O) in decode slot k for the merge. The
+     * thread holds keys (or dims) mb*64 + 16*(warp%4) + lane/4 + 8h and queries
+     * 2*(lane%4) + e, at [mb][2h + e]. */
+    auto dec_compute = [&](const cta_coord &c, int i, uint32_t kbuf, uint32_t vbuf, unsigned char *pt,
+                           unsigned char *pv) {
+        const int q = dec_job(i), k = i - q * dec_tiles;
+        const int row = dec_job_row(c, q);
+        const int row0 = row & ~7, wq = warp & 3;
+        float *red = dec_red;
+        float st[2][4], ot[2][4];
+        const uint64_t kd = wg_desc(kbuf, 16, 1024), qd = wg_desc(smem_addr(q_s) + row0 * 128, 16, 1024);
+        wg_fence();
+#pragma unroll
+        for (int mb = 0; mb < 2; ++mb)
+#pragma unroll
+            for (int kk = 0; kk < WG_D / 16; ++kk)
+                wg_mma_n8<T, 0>(st[mb], wg_desc_at(kd, (kk >> 2) * S::HALF_TILE + mb * 64 * 128 + (kk & 3) * 32),
+                                wg_desc_at(qd, (kk >> 2) * S::Q_HALF + (kk & 3) * 32), kk > 0);
+        wg_commit();
+        wg_wait<0>();
+        wg_hold(st[0]);
+        wg_hold(st[1]);
+        /* the column maxima, masked past the stream's decode keys; V's rows there are
+         * zeroed (a paged block's free rows hold anything, NaN included, and
+         * 0 * NaN would reach O) */
+        const int nvalid = min(KT, P.dec_keys - k * KT);
+        if constexpr (ADDR == ADDR_PAGED) {
+            for (int x = (tid & 127) + nvalid * 16; x < KT * 16; x += 128)
+                *reinterpret_cast<uint4 *>(pv + (x & 8) / 8 * S::HALF_TILE + (x >> 4) * 128 + (x & 7) * 16) =
+                    make_uint4(0, 0, 0, 0);
+        }
+        float mx[2] = {-INFINITY, -INFINITY};
+#pragma unroll
+        for (int mb = 0; mb < 2; ++mb)
+#pragma unroll
+            for (int x = 0; x < 4; ++x) {
+                const int key = mb * 64 + wq * 16 + (lane >> 2) + 8 * (x >> 1);
+                if (key >= nvalid) st[mb][x] = -INFINITY;
+                mx[x & 1] = fmaxf(mx[x & 1], st[mb][x]);
+            }
+#pragma unroll
+        for (int e = 0; e < 2; ++e) {
+#pragma unroll
+            for (int o = 4; o < 32; o <<= 1) mx[e] = fmaxf(mx[e], __shfl_xor_sync(0xffffffffu, mx[e], o));
+            if (lane < 4) red[wq * 8 + 2 * lane + e] = mx[e];
+        }
+        wg_bar();
+        float m[2], l[2] = {0.f, 0.f};
+#pragma unroll
+        for (int e = 0; e < 2; ++e) {
+            const int col = 2 * (lane & 3) + e;
+            /* every tile has a valid key, so the max is finite */
+            m[e] = fmaxf(fmaxf(red[col], red[8 + col]), fmaxf(red[16 + col], red[24 + col])) * P.scale_log2;
+#pragma unroll
+            for (int mb = 0; mb < 2; ++mb)
+#pragma unroll
+                for (int h = 0; h < 2; ++h) {
+                    const int key = mb * 64 + wq * 16 + (lane >> 2) + 8 * h;
+                    const float pv = fast_exp2(fmaf(st[mb][2 * h + e], P.scale_log2, -m[e]));
+                    l[e] += pv;
+                    *reinterpret_cast<T *>(pt + (key >> 6) * 1024 + col * 128 + ((((key & 63) >> 3) ^ col) << 4) +
+                                           (key & 7) * 2) = dt<T>::from_f(pv);
+                }
+#pragma unroll
+            for (int o = 4; o < 32; o <<= 1) l[e] += __shfl_xor_sync(0xffffffffu, l[e], o);
+            if (lane < 4) red[32 + wq * 8 + 2 * lane + e] = l[e];
+        }
+        fence_proxy_async(); /* P^T, written through the generic proxy, is read by wgmma */
+        wg_bar();
+        const uint64_t vd = wg_desc(vbuf, S::HALF_TILE, 1024);
+        wg_fence();
+#pragma unroll
+        for (int mb = 0; mb < 2; ++mb)
+#pragma unroll
+            for (int ks = 0; ks < KT / 16; ++ks)
+                wg_mma_n8<T, 1>(ot[mb], wg_desc_at(vd, mb * S::HALF_TILE + ks * 16 * 128),
+                                wg_desc_at(kd, (ks >> 2) * 1024 + (ks & 3) * 32), ks > 0);
+        wg_commit();
+        wg_wait<0>();
+        wg_hold(ot[0]);
+        wg_hold(ot[1]);
+        const int stream = dec_stream(c, row), col0 = row - row0;
+#pragma unroll
+        for (int e = 0; e < 2; ++e) {
+            const int col = 2 * (lane & 3) + e;
+            if (col < col0 || col >= col0 + P.group) continue;
+            const int64_t slot_id = ((int64_t)stream * P.heads + c.head * P.group + col - col0) * P.nslots +
+                                    P.slot_base + P.splits + k;
+#pragma unroll
+            for (int mb = 0; mb < 2; ++mb)
+#pragma unroll
+                for (int h = 0; h < 2; ++h)
+                    P.ws_acc[slot_id * WG_D + mb * 64 + wq * 16 + (lane >> 2) + 8 * h] = ot[mb][2 * h + e];
+            if (wq == 0 && lane < 4)
+                P.ws_ml[slot_id] = make_float2(m[e] * ATTN_LN2, red[32 + col] + red[40 + col] + red[48 + col] + red[56 + col]);
+        }
+    };
     if constexpr (PRODUCER) {
         __syncthreads(); /* the barriers are initialised */
         if (wg == 2) {
-            asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" ::"n"(WG_PRODUCER_REGS));
+            asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" ::"n"(DEC ? WG_DEC_PRODUCER_REGS : WG_PRODUCER_REGS));
             if (tid != WG_THREADS) return;
             /* The CTA's tiles in turn, in the order the tensor-core warps free them (with
              * DEC each K and V tile apart, in ring_order): the first NSLOTS at once, slot
@@ -542,39 +645,59 @@ __global__ void __launch_bounds__(wg_shape_t<KT>::THREADS, 1)
                 if constexpr (!DEC) {
                     for (int j = 0; j < ntiles; ++j) ctx_in(j, look_up_in(c, j), 0);
                 } else {
-                    const dec_plan d = dec_plan_of(c);
-                    auto dec_in = [&](int i) {
-                        const dec_source src = dec_look_up(c, d, i);
-                        put(ADDR == ADDR_CTX ? &dec_map : &ctx_map, src.mat, src.key, c.head, src.tb, 0);
-                        put(ADDR == ADDR_CTX ? &dec_map : &ctx_map, src.mat, src.key, c.head, src.tb, 1);
-                    };
-                    /* ring_order: K_0, then per iteration t: K_{t+1}, V_t, group t */
+                    /* ring_order: K_0, then per iteration t: K_{t+1}, V_t */
                     tile_boxes tb_t = ntiles > 0 ? look_up_in(c, 0) : tile_boxes{};
                     if (ntiles > 0) ctx_in(0, tb_t, 0);
-                    for (int t = 0, acc = 0, i = 0; t < ntiles; ++t) {
+                    for (int t = 0; t < ntiles; ++t) {
                         const tile_boxes tb_next = t + 1 < ntiles ? look_up_in(c, t + 1) : tile_boxes{};
                         if (t + 1 < ntiles) ctx_in(t + 1, tb_next, 0);
                         ctx_in(t, tb_t, 1);
                         tb_t = tb_next;
-                        for (int g = dec_group(d, t, ntiles, acc, i); g > 0; --g) dec_in(i++);
                     }
-                    if (ntiles == 0)
-                        for (int i = 0; i < d.ntiles; ++i) dec_in(i);
                 }
             }
             return;
         }
-        asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" ::"n"(WG_MMA_REGS));
+        /* The decode warpgroup: every decode tile of the CTA's item in turn, its K and V
+         * copied into the ring's last two slots by the warpgroup's first thread once
+         * the tile before it is done. Its own code only, after its setmaxnreg: code
+         * both kinds of warpgroup reached would be held to the launch's registers. */
+        if (DEC && wg == 3) {
+            asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" ::"n"(WG_DEC_REGS));
+            const cta_coord c = cta_decompose(P, blockIdx.x);
+            const int n = dec_ntiles(c);
+            dec_sync(DEC_Q_BAR); /* Q has landed */
+            unsigned char *kp = pipe + NSLOTS * S::TILE;
+            const uint32_t kb = smem_addr(kp), vb = kb + S::TILE, df = smem_addr(dec_full);
+            const bool issuer = tid == WG_THREADS + WG_PRODUCER_THREADS;
+            auto issue = [&](int i) {
+                const dec_source src = dec_look_up(c, i);
+                mbar_expect_tx(df, 2 * S::TILE);
+                tma_kv_in(ADDR == ADDR_CTX ? &dec_map : &ctx_map, kb, df, src.mat, src.key, c.head, src.tb, 0);
+                tma_kv_in(ADDR == ADDR_CTX ? &dec_map : &ctx_map, vb, df, src.mat, src.key, c.head, src.tb, 1);
+            };
+            if (issuer && n > 0) issue(0);
+            for (int i = 0; i < n; ++i) {
+                mbar_wait(df, i & 1);
+                dec_compute(c, i, kb, vb, kp, kp + S::TILE);
+                wg_bar(); /* every warp is done with the slots */
+                if (issuer && i + 1 < n) issue(i + 1);
+            }
+            __threadfence_block();
+            dec_arrive(DEC_DONE_BAR); /* the partials are stored */
+            return;
+        }
+        asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" ::"n"(DEC ? WG_DEC_MMA_REGS : WG_MMA_REGS));
     }
 
     /* One work item; returns its tiles. */
     auto run_item = [&](const int64_t item, const int tile_base) -> int {
     const cta_coord c = cta_decompose(P, item);
     const int ntiles = tiles_of(c);
-    const dec_plan dp = dec_plan_of(c);
     /* the item's entries in the CTA's tile sequence: with decode tiles its K and V
-     * tiles, context and decode, apart; else its stages */
-    const int nring = DEC ? 2 * (ntiles + dp.ntiles) : ntiles;
+     * tiles apart; else its stages */
+    const int nring = DEC ? 2 * ntiles : ntiles;
+
 
     /* cp.async: the row index (offset / d) of key `row` of tile j, NO_ROW past the end,
      * from its block id (row_block). */
@@ -767,6 +890,7 @@ __global__ void __launch_bounds__(wg_shape_t<KT>::THREADS, 1)
     else cp_async_wait<WG_STAGES - 2>();
     fence_proxy_async();
     cta_sync();
+    if (DEC) dec_arrive(DEC_Q_BAR); /* Q for the decode warpgroup */
     if (wg_has_rows && ntiles > 0) {
         if (TMA) tma_wait(0);
         wg_fence();
@@ -817,133 +941,10 @@ __global__ void __launch_bounds__(wg_shape_t<KT>::THREADS, 1)
             wg_hold(o);
         }
     };
-    /* Decode tile i in ring slot ls of the item, computed by the warpgroup that owns its
-     * stream's rows; the other warpgroup waits for it to land and frees it. A stream's
-     * p <= 8 queries are too few for a 64-row tile, so the GEMMs are transposed, the
-     * tile's keys (and V's dims) filling M and the queries N = 8 (the 8-row group of Q
-     * that holds them, the others ignored): S^T = K Q^T in two m64n8 blocks of 64 keys,
-     * a column softmax whose max and sum cross the 4 warps through shared memory, P^T
-     * into the K tile's slot, which S^T has finished reading, and O^T = V^T P^T
-     * in two m64n8 blocks of 64 dims. The tensor cores do 1/16 of a context tile's
-     * work. The tile leaves its partial (m, l, O) in decode slot k for the merge. The
-     * thread holds keys (or dims) mb*64 + 16*(warp%4) + lane/4 + 8h and queries
-     * 2*(lane%4) + e, at [mb][2h + e]. */
-    /* the warpgroup's own barrier: an mbarrier of its 128 threads, whose phases its
-     * threads count alike */
-    int wg_phase = 0;
-    auto wg_bar = [&]() {
-        const uint32_t bar = smem_addr(dec_bar + wg);
-        mbar_arrive(bar);
-        mbar_wait(bar, wg_phase);
-        wg_phase ^= 1;
-    };
-    auto dec_tile = [&](int i, int ls) {
-        const int q = dec_job(i), sl = tile_base + ls, k = i - q * dec_tiles;
-        int w;
-        const int row = dec_job_row(c, dp, q, w);
-        slot_wait(sl);
-        slot_wait(sl + 1);
-        if (w == wg) {
-            const int row0 = row & ~7, wq = warp & 3;
-            float *red = dec_red + wg * 64;
-            const uint32_t kbuf = slot_at(sl), vbuf = slot_at(sl + 1);
-            unsigned char *pt = pipe + (sl % NSLOTS) * S::TILE;       /* P^T over K */
-            unsigned char *pv = pipe + ((sl + 1) % NSLOTS) * S::TILE; /* V */
-            float st[2][4], ot[2][4];
-            const uint64_t kd = wg_desc(kbuf, 16, 1024), qd = wg_desc(smem_addr(q_s) + row0 * 128, 16, 1024);
-            wg_fence();
-#pragma unroll
-            for (int mb = 0; mb < 2; ++mb)
-#pragma unroll
-                for (int kk = 0; kk < WG_D / 16; ++kk)
-                    wg_mma_n8<T, 0>(st[mb], wg_desc_at(kd, (kk >> 2) * S::HALF_TILE + mb * 64 * 128 + (kk & 3) * 32),
-                                    wg_desc_at(qd, (kk >> 2) * S::Q_HALF + (kk & 3) * 32), kk > 0);
-            wg_commit();
-            wg_wait<0>();
-            wg_hold(st[0]);
-            wg_hold(st[1]);
-            /* the column maxima, masked past the stream's decode keys; V's rows there are
-             * zeroed (a paged block's free rows hold anything, NaN included, and
-             * 0 * NaN would reach O) */
-            const int nvalid = min(KT, P.dec_keys - k * KT);
-            if constexpr (ADDR == ADDR_PAGED) {
-                for (int x = (tid & 127) + nvalid * 16; x < KT * 16; x += 128)
-                    *reinterpret_cast<uint4 *>(pv + (x & 8) / 8 * S::HALF_TILE + (x >> 4) * 128 + (x & 7) * 16) =
-                        make_uint4(0, 0, 0, 0);
-            }
-            float mx[2] = {-INFINITY, -INFINITY};
-#pragma unroll
-            for (int mb = 0; mb < 2; ++mb)
-#pragma unroll
-                for (int x = 0; x < 4; ++x) {
-                    const int key = mb * 64 + wq * 16 + (lane >> 2) + 8 * (x >> 1);
-                    if (key >= nvalid) st[mb][x] = -INFINITY;
-                    mx[x & 1] = fmaxf(mx[x & 1], st[mb][x]);
-                }
-#pragma unroll
-            for (int e = 0; e < 2; ++e) {
-#pragma unroll
-                for (int o = 4; o < 32; o <<= 1) mx[e] = fmaxf(mx[e], __shfl_xor_sync(0xffffffffu, mx[e], o));
-                if (lane < 4) red[wq * 8 + 2 * lane + e] = mx[e];
-            }
-            wg_bar();
-            float m[2], l[2] = {0.f, 0.f};
-#pragma unroll
-            for (int e = 0; e < 2; ++e) {
-                const int col = 2 * (lane & 3) + e;
-                /* every tile has a valid key, so the max is finite */
-                m[e] = fmaxf(fmaxf(red[col], red[8 + col]), fmaxf(red[16 + col], red[24 + col])) * P.scale_log2;
-#pragma unroll
-                for (int mb = 0; mb < 2; ++mb)
-#pragma unroll
-                    for (int h = 0; h < 2; ++h) {
-                        const int key = mb * 64 + wq * 16 + (lane >> 2) + 8 * h;
-                        const float pv = fast_exp2(fmaf(st[mb][2 * h + e], P.scale_log2, -m[e]));
-                        l[e] += pv;
-                        *reinterpret_cast<T *>(pt + (key >> 6) * 1024 + col * 128 + ((((key & 63) >> 3) ^ col) << 4) +
-                                               (key & 7) * 2) = dt<T>::from_f(pv);
-                    }
-#pragma unroll
-                for (int o = 4; o < 32; o <<= 1) l[e] += __shfl_xor_sync(0xffffffffu, l[e], o);
-                if (lane < 4) red[32 + wq * 8 + 2 * lane + e] = l[e];
-            }
-            fence_proxy_async(); /* P^T, written through the generic proxy, is read by wgmma */
-            wg_bar();
-            const uint64_t vd = wg_desc(vbuf, S::HALF_TILE, 1024);
-            wg_fence();
-#pragma unroll
-            for (int mb = 0; mb < 2; ++mb)
-#pragma unroll
-                for (int ks = 0; ks < KT / 16; ++ks)
-                    wg_mma_n8<T, 1>(ot[mb], wg_desc_at(vd, mb * S::HALF_TILE + ks * 16 * 128),
-                                    wg_desc_at(kd, (ks >> 2) * 1024 + (ks & 3) * 32), ks > 0);
-            wg_commit();
-            wg_wait<0>();
-            wg_hold(ot[0]);
-            wg_hold(ot[1]);
-            const int stream = dec_stream(c, row), col0 = row - row0;
-#pragma unroll
-            for (int e = 0; e < 2; ++e) {
-                const int col = 2 * (lane & 3) + e;
-                if (col < col0 || col >= col0 + P.group) continue;
-                const int64_t slot_id = ((int64_t)stream * P.heads + c.head * P.group + col - col0) * P.nslots +
-                                        P.slot_base + P.splits + k;
-#pragma unroll
-                for (int mb = 0; mb < 2; ++mb)
-#pragma unroll
-                    for (int h = 0; h < 2; ++h)
-                        P.ws_acc[slot_id * WG_D + mb * 64 + wq * 16 + (lane >> 2) + 8 * h] = ot[mb][2 * h + e];
-                if (wq == 0 && lane < 4)
-                    P.ws_ml[slot_id] = make_float2(m[e] * ATTN_LN2, red[32 + col] + red[40 + col] + red[48 + col] + red[56 + col]);
-            }
-        }
-        release(ls);
-        release(ls + 1);
-    };
     /* Iteration t with its loads. The buffer index of pa must be a constant (register
      * arrays), so the loop runs in pairs. With decode tiles, the next ring entry of the
-     * item (ring_next) and the group sizing run on from one iteration to the next. */
-    int ring_next = 1, dec_acc = 0, dec_given = 0; /* the producer body: K_0 took entry 0 */
+     * item (ring_next) runs on from one iteration to the next. */
+    int ring_next = 1; /* the producer body: K_0 took entry 0 */
     auto step = [&](int t, auto cur) {
         if constexpr (PRODUCER && !DEC) {
             /* tile t in slot t; a warpgroup without rows waits for each tile to land
@@ -958,11 +959,9 @@ __global__ void __launch_bounds__(wg_shape_t<KT>::THREADS, 1)
             return;
         }
         if constexpr (DEC) {
-            /* Entries in ring_order: K_{t+1}, V_t, then group t's K and V tiles. A
-             * warpgroup without rows waits for each to land before it frees it. */
+            /* Entries in ring_order: K_{t+1}, V_t. A warpgroup without rows waits for each
+             * to land before it frees it. */
             const int lk = t + 1 < ntiles ? ring_next++ : -1, lv = ring_next++;
-            const int g = dec_group(dp, t, ntiles, dec_acc, dec_given), lg = ring_next;
-            ring_next += 2 * g;
             if (wg_has_rows) {
                 compute(t, cur, lk >= 0 ? slot_at(tile_base + lk) : 0u, slot_at(tile_base + lv),
                         [&]() { slot_wait(tile_base + lk); }, [&]() { slot_wait(tile_base + lv); },
@@ -973,8 +972,6 @@ __global__ void __launch_bounds__(wg_shape_t<KT>::THREADS, 1)
                 if (lk >= 0) release(lk);
             }
             release(lv);
-            for (int k = 0; k < g; ++k) dec_tile(dec_given + k, lg + 2 * k);
-            dec_given += g;
             return;
         }
         if (TMA) {
@@ -1010,8 +1007,6 @@ __global__ void __launch_bounds__(wg_shape_t<KT>::THREADS, 1)
         step(t, std::integral_constant<int, 0>());
         if (t + 1 < ntiles) step(t + 1, std::integral_constant<int, 1>());
     }
-    if (DEC && ntiles == 0)
-        for (int i = 0; i < dp.ntiles; ++i) dec_tile(i, 2 * i);
 
     cp_async_wait<0>();
     cta_sync();
@@ -1030,10 +1025,11 @@ __global__ void __launch_bounds__(wg_shape_t<KT>::THREADS, 1)
             *reinterpret_cast<float2 *>(st_o + row * (WG_D + 8) + 8 * n + 2 * (lane & 3)) =
                 make_float2(o[4 * n + 2 * h], o[4 * n + 2 * h + 1]);
     }
-    cta_sync();
+    if (DEC) dec_sync(DEC_DONE_BAR); /* and the decode warpgroup's partials are stored */
+    else cta_sync();
     /* With one split the CTA holds every partial of its rows: the context's, staged,
-     * and its decode tiles' in the workspace (stored before the barrier above, which
-     * orders them for every thread of the two warpgroups). It folds them and writes
+     * and its decode tiles' in the workspace (stored by the decode warpgroup before
+     * the barrier above, which orders them for every thread of the two warpgroups). It folds them and writes
      * the output itself, and the step needs no merge launch (bif_folds_in_cta). */
     if (DEC && P.fold)
         fold_and_emit<T>(P, c, st_o, st_m, st_l, WG_ROWS, WG_D, WG_THREADS, dec_tiles);

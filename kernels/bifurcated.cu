@@ -20,8 +20,8 @@
  *     the block table of stream b*W.
  *  2. Decode part. Where the context part runs on the 128-key wgmma body and a
  *     stream's queries are p <= 8 rows (bif_dec_streamable), that body streams it
- *     too, its tiles between the context tiles (attn_wgmma.cuh: decode tiles), one
- *     partial per 128 keys of each stream; else `fused`'s KEYSPLIT body per (stream,
+ *     too, in a warpgroup of its own beside the context part (attn_wgmma.cuh: decode
+ *     tiles), one partial per 128 keys of each stream; else `fused`'s KEYSPLIT body per (stream,
  *     kv head) over the stream's own keys: K_d/V_d [B*W, 2, g, m_d, d] (contiguous) or, paged, every position
  *     from the partly filled last context block on (those blocks are per stream);
  *     indirection reads the source stream's decoded K/V. Beside a persistent
@@ -180,8 +180,8 @@ static int bif_dec_row_tiles(const problem_t *p)
     return (problem_group(p) + rows - 1) / rows;
 }
 
-/* The wide body streams the decode part itself, its tiles interleaved with the context
- * tiles in its ring (attn_wgmma_ctx_kernel: decode tiles), so that the decode part's
+/* The wide body streams the decode part itself, in a warpgroup of its own beside the
+ * context part (attn_wgmma_ctx_kernel: decode tiles), so that the decode part's
  * DRAM traffic runs under the context part's tensor-core work; beside the wide CTA,
  * which holds the whole SM, a decode CTA found room only as context CTAs finished.
  * It takes a stream's queries as one 8-row group of its tile (p of 1, 2, 4 or 8) and
@@ -500,7 +500,7 @@ static cudaError_t bif_launch_wgmma(const attn_args_t *a, const attn_params_t *c
     attr.val.launchCompletionEvent.flags = 0;
     cudaLaunchConfig_t cfg = {};
     cfg.gridDim = dim3((unsigned)(bif_split(&a->plan) && ctas > a->plan.ctx_sms ? a->plan.ctx_sms : ctas));
-    cfg.blockDim = dim3(wgmma_threads(wide));
+    cfg.blockDim = dim3(wgmma_threads(wide) + (bif_dec_in_cta(&a->plan) ? WG_DEC_THREADS : 0));
     cfg.dynamicSmemBytes = (size_t)wgmma_smem(wide);
     cfg.stream = stream;
     cfg.attrs = &attr;
