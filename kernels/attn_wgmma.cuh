@@ -95,7 +95,7 @@ struct wg_shape_t {
     static constexpr int THREADS = WG_THREADS + (PRODUCER ? WG_PRODUCER_THREADS : 0);
     static_assert(STAGING <= PIPE, "epilogue staging fits in the drained ring");
     static_assert(BARRIERS >= 2 * 4 * 8 + 16 + 8, "up to four slots' TMA barriers, the release counts, the decode barrier");
-    static_assert(RING >= BARRIERS + DEC_RED + 8, "the barriers and the decode scratch fit in the ring");
+    static_assert(RING >= BARRIERS + DEC_RED + 8 + 32, "the barriers and the decode scratch fit in the ring");
     static_assert(KT * (WG_D / 8) % WG_THREADS == 0, "tile copy divides among the threads");
     static_assert(SMEM <= 227 * 1024, "fits an SM's opt-in shared memory");
 
@@ -670,13 +670,20 @@ __global__ void __launch_bounds__(wg_threads<KT, DEC>(), 1)
             unsigned char *kp = pipe + NSLOTS * S::TILE;
             const uint32_t kb = smem_addr(kp), vb = kb + S::TILE, df = smem_addr(dec_full);
             const bool issuer = tid == WG_THREADS + WG_PRODUCER_THREADS;
+            /* a tile's blocks are looked up while the tile before it is computed, and kept
+             * in shared memory, which spares the warpgroup's few registers */
+            dec_source *next = reinterpret_cast<dec_source *>(dec_bar + 1);
             auto issue = [&](int i) {
-                const dec_source src = dec_look_up(c, i);
+                const dec_source src = *next;
                 mbar_expect_tx(df, 2 * S::TILE);
                 tma_kv_in(ADDR == ADDR_CTX ? &dec_map : &ctx_map, kb, df, src.mat, src.key, c.head, src.tb, 0);
                 tma_kv_in(ADDR == ADDR_CTX ? &dec_map : &ctx_map, vb, df, src.mat, src.key, c.head, src.tb, 1);
+                if (i + 1 < n) *next = dec_look_up(c, i + 1);
             };
-            if (issuer && n > 0) issue(0);
+            if (issuer && n > 0) {
+                *next = dec_look_up(c, 0);
+                issue(0);
+            }
             for (int i = 0; i < n; ++i) {
                 mbar_wait(df, i & 1);
                 dec_compute(c, i, kb, vb, kp, kp + S::TILE);
