@@ -36,13 +36,17 @@
  * (0.055-0.09 us) that picks within 5% on both GPUs' sweeps at 5bd0b88, contiguous and
  * paged, where the 4.9% of the paged MQA row W = 4, 16k at 0.07 and more is least
  * (without it the H100's MQA row W = 2, 32k ran fused, 11.5% slower). FUSED_MERGE_LAUNCH_US
- * is the middle of the range (1.6-1.8 us) that picks within 5% on the four sweeps of
- * both GPUs committed at 318d53c (`attnbench` peaks of each sweep's log), a range no wider
- * than the runs' noise: below it the H100's paged MQA row W = 8, 8k runs fused, 6.3%
- * slower (24.3 against 22.8 us; without the launch's cost at all the H200's ran fused,
- * 6.4% slower, at d322f67); from about 1.85 us the H100's contiguous MQA row W = 4, 8k
- * picks bifurcated, 4.7% slower there (22.1 against 21.1) and 7.4% at 006205c, and from
- * 2.6 the H200's, 5.9% slower. Until 318d53c's faster bifurcated body no value placed
+ * is the one value (1.8 us) that picks within 5% on the four sweeps committed now (the
+ * H100's at 61d0c93, the H200's at 318d53c; `attnbench` peaks of each sweep's log), a
+ * window narrower than the runs' noise (1.6-1.8 us on the four at 318d53c): below it the
+ * H100's paged MQA row W = 8, 8k runs fused, 6.3-6.7% slower (23.9 against 22.5 us at
+ * 61d0c93, whose sweep read L2 at 7269 GB/s where 318d53c's read 6325, which cheapens
+ * fused's re-reads; without the launch's cost at all the H200's ran fused, 6.4% slower,
+ * at d322f67); from about 1.85 us the H100's contiguous MQA row W = 4, 8k picks
+ * bifurcated, 4.7-6.2% slower there (22.1 against 20.8 at 61d0c93) and 7.4% at 006205c,
+ * and from 2.6 the H200's, 5.9% slower. The model sums bifurcated's fixed cost and its
+ * context FLOPs, so it prices MQA's W = 8 about 3 us above W = 4 where the two measure
+ * alike: the crossing of these rows is the model's, not the kernels'. Until 318d53c's faster bifurcated body no value placed
  * both H100 rows (1.2-1.6 us at d322f67, the paged row a known miss of the tests). FUSED_L2_EFFICIENCY is
  * the middle of the range (0.93-0.95) that picks within 5% on the three paged sweeps at
  * hand (H200 at 3046cbe and 088af40, H100 at 3046cbe): fused's streams re-read the shared
