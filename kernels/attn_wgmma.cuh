@@ -525,7 +525,7 @@ __global__ void __launch_bounds__(wg_threads<KT, DEC>(), 1)
      * thread holds keys (or dims) mb*64 + 16*(warp%4) + lane/4 + 8h and queries
      * 2*(lane%4) + e, at [mb][2h + e]. */
     auto dec_compute = [&](const cta_coord &c, int i, uint32_t kbuf, uint32_t vbuf, unsigned char *pt,
-                           unsigned char *pv) {
+                           unsigned char *pv, auto slots_read) {
         const int q = dec_job(i), k = i - q * dec_tiles;
         const int row = dec_job_row(c, q);
         const int row0 = row & ~7, wq = warp & 3;
@@ -602,6 +602,7 @@ __global__ void __launch_bounds__(wg_threads<KT, DEC>(), 1)
         wg_wait<0>();
         wg_hold(ot[0]);
         wg_hold(ot[1]);
+        slots_read();
         const int stream = dec_stream(c, row), col0 = row - row0;
 #pragma unroll
         for (int e = 0; e < 2; ++e) {
@@ -686,9 +687,12 @@ __global__ void __launch_bounds__(wg_threads<KT, DEC>(), 1)
             }
             for (int i = 0; i < n; ++i) {
                 mbar_wait(df, i & 1);
-                dec_compute(c, i, kb, vb, kp, kp + S::TILE);
-                wg_bar(); /* every warp is done with the slots */
-                if (issuer && i + 1 < n) issue(i + 1);
+                /* the next tile is copied once every warp is done with the slots, while the
+                 * partial is stored */
+                dec_compute(c, i, kb, vb, kp, kp + S::TILE, [&]() {
+                    wg_bar();
+                    if (issuer && i + 1 < n) issue(i + 1);
+                });
             }
             __threadfence_block();
             dec_arrive(DEC_DONE_BAR); /* the partials are stored */
