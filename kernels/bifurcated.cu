@@ -149,7 +149,11 @@ static wgmma_ctx_fn wgmma_pick(const problem_t *p, const attn_plan_t *plan)
                                   : wgmma_fn_t<__nv_bfloat16>(addr, tma, wide, persist, dec);
 }
 static int wgmma_smem(bool wide) { return wide ? wg_shape_t<WG_KT_WIDE>::SMEM : wg_shape::SMEM; }
-static int wgmma_threads(bool wide) { return wide ? wg_shape_t<WG_KT_WIDE>::THREADS : wg_shape::THREADS; }
+/* the decode tiles are the wide body's (bif_dec_streamable) */
+static int wgmma_threads(bool wide, bool dec)
+{
+    return dec ? wg_threads<WG_KT_WIDE, true>() : wide ? wg_threads<WG_KT_WIDE, false>() : wg_threads<WG_KT, false>();
+}
 
 /* The context part's mma.sync instantiation (tensor-core path only). */
 static attn_kernel_fn ctx_pick(const problem_t *p, int addr)
@@ -500,7 +504,7 @@ static cudaError_t bif_launch_wgmma(const attn_args_t *a, const attn_params_t *c
     attr.val.launchCompletionEvent.flags = 0;
     cudaLaunchConfig_t cfg = {};
     cfg.gridDim = dim3((unsigned)(bif_split(&a->plan) && ctas > a->plan.ctx_sms ? a->plan.ctx_sms : ctas));
-    cfg.blockDim = dim3(wgmma_threads(wide) + (bif_dec_in_cta(&a->plan) ? WG_DEC_THREADS : 0));
+    cfg.blockDim = dim3(wgmma_threads(wide, bif_dec_in_cta(&a->plan)));
     cfg.dynamicSmemBytes = (size_t)wgmma_smem(wide);
     cfg.stream = stream;
     cfg.attrs = &attr;
