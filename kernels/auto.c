@@ -36,12 +36,13 @@
  * (0.055-0.09 us) that picks within 5% on both GPUs' sweeps at 5bd0b88, contiguous and
  * paged, where the 4.9% of the paged MQA row W = 4, 16k at 0.07 and more is least
  * (without it the H100's MQA row W = 2, 32k ran fused, 11.5% slower). FUSED_MERGE_LAUNCH_US
- * is the one value (1.8 us) that picks within 5% on the four sweeps committed now (the
- * H100's at 61d0c93, the H200's at 318d53c; `attnbench` peaks of each sweep's log), a
- * window narrower than the runs' noise (1.6-1.8 us on the four at 318d53c): below it the
- * H100's paged MQA row W = 8, 8k runs fused, 6.3-6.7% slower (23.9 against 22.5 us at
- * 61d0c93, whose sweep read L2 at 7269 GB/s where 318d53c's read 6325, which cheapens
- * fused's re-reads; without the launch's cost at all the H200's ran fused, 6.4% slower,
+ * picks within 5% on the four committed sweeps (the H100's at 3862a14, the H200's at
+ * 318d53c; `attnbench` peaks of each sweep's log) from 1.7 to 1.85 us, and 1.8 is the
+ * one value of that range that also places the H100's sweeps at 61d0c93
+ * (results/h100/dec-warpgroup/grid-61d0c93-*), a window narrower than the runs' noise
+ * (1.6-1.8 us on the four at 318d53c): below it the H100's paged MQA row W = 8, 8k runs
+ * fused, 6.3-6.7% slower (23.9 against 22.5 us at 61d0c93, whose sweep read L2 at 7269
+ * GB/s where 318d53c's read 6325, which cheapens fused's re-reads; without the launch's cost at all the H200's ran fused, 6.4% slower,
  * at d322f67); from about 1.85 us the H100's contiguous MQA row W = 4, 8k picks
  * bifurcated, 4.7-6.2% slower there (22.1 against 20.8 at 61d0c93) and 7.4% at 006205c,
  * and from 2.6 the H200's, 5.9% slower. The model sums bifurcated's fixed cost and its
