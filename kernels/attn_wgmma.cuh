@@ -89,13 +89,23 @@ struct wg_shape_t {
     static constexpr int BARRIERS = 128;                      /* of the ring: full, empty, release counts */
     static constexpr int DEC_RED = 64 * 4;                    /* then the decode warpgroup's cross-warp scratch */
     static constexpr int ALIGN = 1024;                        /* swizzle atoms are 1 KiB aligned */
-    static constexpr int SMEM = ALIGN + Q_BYTES + PIPE + RING;
     /* the wide body's copies come from a producer warpgroup (attn_wgmma_ctx_kernel says why) */
     static constexpr bool PRODUCER = KT == WG_KT_WIDE;
+    /* The wide body (TMA only) keeps no row offsets: past the ring, the decode tiles'
+     * P^T (8 query columns of KT keys, two 1 KiB swizzle atoms), then the barriers and
+     * the decode scratch. Its 2 KiB leave too little of the 227 KiB for a whole atom of
+     * alignment slack: the dynamic shared window starts 1 KiB aligned on sm_90 (as
+     * CUTLASS's and FlashAttention-3's swizzled layouts assume), and the kernel traps
+     * where it would not fit (SLACK). */
+    static constexpr int DEC_PT = PRODUCER ? 8 * KT * 2 : 0;
+    static constexpr int TAIL = PRODUCER ? 512 : RING;
+    static constexpr int BODY = Q_BYTES + PIPE + DEC_PT + TAIL;
+    static constexpr int SLACK = BODY + ALIGN <= 227 * 1024 ? ALIGN : 227 * 1024 - BODY;
+    static constexpr int SMEM = SLACK + BODY;
     static constexpr int THREADS = WG_THREADS + (PRODUCER ? WG_PRODUCER_THREADS : 0);
     static_assert(STAGING <= PIPE, "epilogue staging fits in the drained ring");
-    static_assert(BARRIERS >= 2 * 4 * 8 + 16 + 8, "up to four slots' TMA barriers, the release counts, the decode barrier");
-    static_assert(RING >= BARRIERS + DEC_RED + 8 + 32, "the barriers and the decode scratch fit in the ring");
+    static_assert(BARRIERS >= 2 * 4 * 8 + 16 + 16, "up to four slots' TMA barriers, the release counts, the decode K and V barriers");
+    static_assert(TAIL >= BARRIERS + DEC_RED + 8 + 32, "the barriers and the decode scratch fit past the ring");
     static_assert(KT * (WG_D / 8) % WG_THREADS == 0, "tile copy divides among the threads");
     static_assert(SMEM <= 227 * 1024, "fits an SM's opt-in shared memory");
 
@@ -331,10 +341,14 @@ __global__ void __launch_bounds__(wg_threads<KT, DEC>(), 1)
     static_assert(!DEC || (PRODUCER && !PERSIST), "the decode tiles are the wide body's, one item per CTA");
     extern __shared__ __align__(128) unsigned char smem_raw[];
     const uint32_t raw = smem_addr(smem_raw);
-    unsigned char *base = smem_raw + ((S::ALIGN - (raw & (S::ALIGN - 1))) & (S::ALIGN - 1));
+    const uint32_t pad = (S::ALIGN - (raw & (S::ALIGN - 1))) & (S::ALIGN - 1);
+    if (pad > S::SLACK) __trap(); /* (wg_shape_t: SLACK) */
+    unsigned char *base = smem_raw + pad;
     unsigned char *q_s = base;
     unsigned char *pipe = base + S::Q_BYTES;
-    uint32_t *off_ring = reinterpret_cast<uint32_t *>(pipe + S::PIPE);
+    unsigned char *dec_pt = pipe + S::PIPE;
+    unsigned char *tail = dec_pt + S::DEC_PT;
+    uint32_t *off_ring = reinterpret_cast<uint32_t *>(tail);
     /* TMA: the ring holds per slot a transaction barrier (full), a barrier its readers
      * arrive on for the producer (empty) and a release count instead. A slot is a
      * stage of a K and a V tile, or with decode tiles (DEC) one K or one V tile: NSLOTS
@@ -345,13 +359,14 @@ __global__ void __launch_bounds__(wg_threads<KT, DEC>(), 1)
     constexpr int NSLOTS = DEC ? 4 : WG_STAGES;
     constexpr int SLOT_BYTES = DEC ? S::TILE : 2 * S::TILE;
     static_assert(!DEC || (NSLOTS + 2) * S::TILE <= S::PIPE, "the decode warpgroup's K and V slots fit");
-    uint64_t *full = reinterpret_cast<uint64_t *>(pipe + S::PIPE);
+    uint64_t *full = reinterpret_cast<uint64_t *>(tail);
     uint64_t *empty = full + NSLOTS;
     unsigned int *released = reinterpret_cast<unsigned int *>(empty + NSLOTS);
-    uint64_t *dec_full = empty + NSLOTS + 2; /* the decode slots' transaction barrier (past released) */
+    /* the decode K and V slots' transaction barriers (past released) */
+    uint64_t *dec_kfull = empty + NSLOTS + 2, *dec_vfull = dec_kfull + 1;
     /* decode tiles: the decode warpgroup's 4 warps' column maxima, then sums */
-    float *dec_red = reinterpret_cast<float *>(pipe + S::PIPE + S::BARRIERS);
-    uint64_t *dec_bar = reinterpret_cast<uint64_t *>(pipe + S::PIPE + S::BARRIERS + S::DEC_RED);
+    float *dec_red = reinterpret_cast<float *>(tail + S::BARRIERS);
+    uint64_t *dec_bar = reinterpret_cast<uint64_t *>(tail + S::BARRIERS + S::DEC_RED);
     /* Named barriers between the tensor-core warpgroups and the decode warpgroup (0 is
      * __syncthreads, 1 the tensor-core warpgroups'): Q has landed; the decode partials
      * are stored. Each is one side's arrive and the other's sync. */
@@ -376,7 +391,8 @@ __global__ void __launch_bounds__(wg_threads<KT, DEC>(), 1)
         }
         if (DEC) {
             mbar_init(smem_addr(dec_bar), WG_DEC_THREADS);
-            mbar_init(smem_addr(dec_full), 1);
+            mbar_init(smem_addr(dec_kfull), 1);
+            mbar_init(smem_addr(dec_vfull), 1);
         }
         asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
     }
@@ -471,8 +487,8 @@ __global__ void __launch_bounds__(wg_threads<KT, DEC>(), 1)
      * rows of the tile) and its dec_tiles tiles of KT keys, each of which leaves a
      * partial of its own (slot splits + k), so no state lives from one tile to the
      * next; a split takes every splits-th stream of the tile. The decode warpgroup's
-     * first thread copies each tile into the ring's last two slots (K and V) once the
-     * tile before it is done. (Computed by the tensor-core warpgroups between their
+     * first thread copies each tile into the ring's last two slots (K and V), each as
+     * soon as the tile before it is done with that slot. (Computed by the tensor-core warpgroups between their
      * context iterations instead, a tile cost its owner about 2 us of the step, whoever
      * else waited: H100, results/h100/dec-warpgroup/.) */
     const int dec_tiles = DEC ? max((P.dec_keys + KT - 1) / KT, 1) : 1; /* tiles of a job */
@@ -514,18 +530,19 @@ __global__ void __launch_bounds__(wg_threads<KT, DEC>(), 1)
         mbar_wait(bar, wg_phase);
         wg_phase ^= 1;
     };
-    /* Decode tile i of item c, its K tile at kbuf (pt, where P^T goes over it) and its V
-     * tile at vbuf (pv). A stream's p <= 8 queries are too few for a 64-row tile, so
-     * the GEMMs are transposed, the tile's keys (and V's dims) filling M and the queries
-     * N = 8 (the 8-row group of Q that holds them, the others ignored): S^T = K Q^T in
-     * two m64n8 blocks of 64 keys, a column softmax whose max and sum cross the 4 warps
-     * through shared memory, P^T over the K tile, which S^T has finished reading, and
-     * O^T = V^T P^T in two m64n8 blocks of 64 dims: 1/16 of a context tile's tensor
-     * work. The tile leaves its partial (m, l, O) in decode slot k for the merge. The
-     * thread holds keys (or dims) mb*64 + 16*(warp%4) + lane/4 + 8h and queries
-     * 2*(lane%4) + e, at [mb][2h + e]. */
-    auto dec_compute = [&](const cta_coord &c, int i, uint32_t kbuf, uint32_t vbuf, unsigned char *pt,
-                           unsigned char *pv, auto slots_read) {
+    /* Decode tile i of item c, its K tile at kbuf and its V tile at vbuf (pv). A
+     * stream's p <= 8 queries are too few for a 64-row tile, so the GEMMs are
+     * transposed, the tile's keys (and V's dims) filling M and the queries N = 8 (the
+     * 8-row group of Q that holds them, the others ignored): S^T = K Q^T in two m64n8
+     * blocks of 64 keys, a column softmax whose max and sum cross the 4 warps through
+     * shared memory, P^T in a buffer of its own (dec_pt), and O^T = V^T P^T in two
+     * m64n8 blocks of 64 dims: 1/16 of a context tile's tensor work. k_read runs once
+     * every warp's S^T is done with the K tile, v_wait before V is read, v_read once
+     * every warp's O^T is done with it. The tile leaves its partial (m, l, O) in decode
+     * slot k for the merge. The thread holds keys (or dims) mb*64 + 16*(warp%4) +
+     * lane/4 + 8h and queries 2*(lane%4) + e, at [mb][2h + e]. */
+    auto dec_compute = [&](const cta_coord &c, int i, uint32_t kbuf, uint32_t vbuf, unsigned char *pv,
+                           auto k_read, auto v_wait, auto v_read) {
         const int q = dec_job(i), k = i - q * dec_tiles;
         const int row = dec_job_row(c, q);
         const int row0 = row & ~7, wq = warp & 3;
@@ -543,15 +560,8 @@ __global__ void __launch_bounds__(wg_threads<KT, DEC>(), 1)
         wg_wait<0>();
         wg_hold(st[0]);
         wg_hold(st[1]);
-        /* the column maxima, masked past the stream's decode keys; V's rows there are
-         * zeroed (a paged block's free rows hold anything, NaN included, and
-         * 0 * NaN would reach O) */
+        /* the column maxima, masked past the stream's decode keys */
         const int nvalid = min(KT, P.dec_keys - k * KT);
-        if constexpr (ADDR == ADDR_PAGED) {
-            for (int x = (tid & 127) + nvalid * 16; x < KT * 16; x += 128)
-                *reinterpret_cast<uint4 *>(pv + (x & 8) / 8 * S::HALF_TILE + (x >> 4) * 128 + (x & 7) * 16) =
-                    make_uint4(0, 0, 0, 0);
-        }
         float mx[2] = {-INFINITY, -INFINITY};
 #pragma unroll
         for (int mb = 0; mb < 2; ++mb)
@@ -568,6 +578,7 @@ __global__ void __launch_bounds__(wg_threads<KT, DEC>(), 1)
             if (lane < 4) red[wq * 8 + 2 * lane + e] = mx[e];
         }
         wg_bar();
+        k_read();
         float m[2], l[2] = {0.f, 0.f};
 #pragma unroll
         for (int e = 0; e < 2; ++e) {
@@ -581,28 +592,36 @@ __global__ void __launch_bounds__(wg_threads<KT, DEC>(), 1)
                     const int key = mb * 64 + wq * 16 + (lane >> 2) + 8 * h;
                     const float pv = fast_exp2(fmaf(st[mb][2 * h + e], P.scale_log2, -m[e]));
                     l[e] += pv;
-                    *reinterpret_cast<T *>(pt + (key >> 6) * 1024 + col * 128 + ((((key & 63) >> 3) ^ col) << 4) +
-                                           (key & 7) * 2) = dt<T>::from_f(pv);
+                    *reinterpret_cast<T *>(dec_pt + (key >> 6) * 1024 + col * 128 +
+                                           ((((key & 63) >> 3) ^ col) << 4) + (key & 7) * 2) = dt<T>::from_f(pv);
                 }
 #pragma unroll
             for (int o = 4; o < 32; o <<= 1) l[e] += __shfl_xor_sync(0xffffffffu, l[e], o);
             if (lane < 4) red[32 + wq * 8 + 2 * lane + e] = l[e];
         }
-        fence_proxy_async(); /* P^T, written through the generic proxy, is read by wgmma */
+        /* V's rows past the decode keys are zeroed (a paged block's free rows hold
+         * anything, NaN included, and 0 * NaN would reach O) */
+        v_wait();
+        if constexpr (ADDR == ADDR_PAGED) {
+            for (int x = (tid & 127) + nvalid * 16; x < KT * 16; x += 128)
+                *reinterpret_cast<uint4 *>(pv + (x & 8) / 8 * S::HALF_TILE + (x >> 4) * 128 + (x & 7) * 16) =
+                    make_uint4(0, 0, 0, 0);
+        }
+        fence_proxy_async(); /* P^T (and V's zeroed rows), written through the generic proxy, are read by wgmma */
         wg_bar();
-        const uint64_t vd = wg_desc(vbuf, S::HALF_TILE, 1024);
+        const uint64_t vd = wg_desc(vbuf, S::HALF_TILE, 1024), pd = wg_desc(smem_addr(dec_pt), 16, 1024);
         wg_fence();
 #pragma unroll
         for (int mb = 0; mb < 2; ++mb)
 #pragma unroll
             for (int ks = 0; ks < KT / 16; ++ks)
                 wg_mma_n8<T, 1>(ot[mb], wg_desc_at(vd, mb * S::HALF_TILE + ks * 16 * 128),
-                                wg_desc_at(kd, (ks >> 2) * 1024 + (ks & 3) * 32), ks > 0);
+                                wg_desc_at(pd, (ks >> 2) * 1024 + (ks & 3) * 32), ks > 0);
         wg_commit();
         wg_wait<0>();
         wg_hold(ot[0]);
         wg_hold(ot[1]);
-        slots_read();
+        v_read();
         const int stream = dec_stream(c, row), col0 = row - row0;
 #pragma unroll
         for (int e = 0; e < 2; ++e) {
@@ -660,39 +679,51 @@ __global__ void __launch_bounds__(wg_threads<KT, DEC>(), 1)
             return;
         }
         /* The decode warpgroup: every decode tile of the CTA's item in turn, its K and V
-         * copied into the ring's last two slots by the warpgroup's first thread once
-         * the tile before it is done. Its own code only, after its setmaxnreg: code
-         * both kinds of warpgroup reached would be held to the launch's registers. */
+         * copied into the ring's last two slots by the warpgroup's first thread, each on
+         * a barrier of its own: the next tile's K once every warp's S^T is done with
+         * the K slot (P^T has a buffer of its own), so that it lands while this tile's
+         * softmax, O^T and stores go on; its V once every warp's O^T is done with the
+         * V slot. Its own code only, after its setmaxnreg: code both kinds of warpgroup
+         * reached would be held to the launch's registers. */
         if (DEC && wg == 3) {
             asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" ::"n"(WG_DEC_REGS));
             const cta_coord c = cta_decompose(P, blockIdx.x);
             const int n = dec_ntiles(c);
             dec_sync(DEC_Q_BAR); /* Q has landed */
             unsigned char *kp = pipe + NSLOTS * S::TILE;
-            const uint32_t kb = smem_addr(kp), vb = kb + S::TILE, df = smem_addr(dec_full);
+            const uint32_t kb = smem_addr(kp), vb = kb + S::TILE;
+            const uint32_t kf = smem_addr(dec_kfull), vf = smem_addr(dec_vfull);
             const bool issuer = tid == WG_THREADS + WG_PRODUCER_THREADS;
             /* a tile's blocks are looked up while the tile before it is computed, and kept
              * in shared memory, which spares the warpgroup's few registers */
             dec_source *next = reinterpret_cast<dec_source *>(dec_bar + 1);
-            auto issue = [&](int i) {
+            const CUtensorMap *map = ADDR == ADDR_CTX ? &dec_map : &ctx_map;
+            auto issue = [&](uint32_t dst, uint32_t bar, int which) {
                 const dec_source src = *next;
-                mbar_expect_tx(df, 2 * S::TILE);
-                tma_kv_in(ADDR == ADDR_CTX ? &dec_map : &ctx_map, kb, df, src.mat, src.key, c.head, src.tb, 0);
-                tma_kv_in(ADDR == ADDR_CTX ? &dec_map : &ctx_map, vb, df, src.mat, src.key, c.head, src.tb, 1);
-                if (i + 1 < n) *next = dec_look_up(c, i + 1);
+                mbar_expect_tx(bar, S::TILE);
+                tma_kv_in(map, dst, bar, src.mat, src.key, c.head, src.tb, which);
             };
             if (issuer && n > 0) {
                 *next = dec_look_up(c, 0);
-                issue(0);
+                issue(kb, kf, 0);
+                issue(vb, vf, 1);
+                if (n > 1) *next = dec_look_up(c, 1);
             }
             for (int i = 0; i < n; ++i) {
-                mbar_wait(df, i & 1);
-                /* the next tile is copied once every warp is done with the slots, while the
-                 * partial is stored */
-                dec_compute(c, i, kb, vb, kp, kp + S::TILE, [&]() {
-                    wg_bar();
-                    if (issuer && i + 1 < n) issue(i + 1);
-                });
+                mbar_wait(kf, i & 1);
+                dec_compute(
+                    c, i, kb, vb, kp + S::TILE,
+                    [&]() {
+                        if (issuer && i + 1 < n) issue(kb, kf, 0);
+                    },
+                    [&]() { mbar_wait(vf, i & 1); },
+                    [&]() {
+                        wg_bar();
+                        if (issuer && i + 1 < n) {
+                            issue(vb, vf, 1);
+                            if (i + 2 < n) *next = dec_look_up(c, i + 2);
+                        }
+                    });
             }
             __threadfence_block();
             dec_arrive(DEC_DONE_BAR); /* the partials are stored */
