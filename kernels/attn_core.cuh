@@ -426,17 +426,18 @@ __device__ void combine_and_emit(const attn_params_t &P, const cta_coord &c, con
     /* Split-KV without a second launch: the last CTA of the (unit, head, row tile)
      * to finish folds every split's partial of its rows (threadfence-reduction
      * pattern; the counter is reset for the next launch, so the workspace needs
-     * zeroing only once). */
-    __shared__ int last_split;
+     * zeroing only once). The verdict reaches the CTA through the barrier itself
+     * (__syncthreads_or): no static shared memory, which would shift the dynamic
+     * window off the 1 KiB alignment the wgmma body's swizzled tiles want. */
     __threadfence();
     __syncthreads();
+    int last_split = 0;
     if (threadIdx.x == 0) {
         unsigned int *ctr = P.counters + ((int64_t)c.unit * P.kv_heads + c.head) * P.row_tiles + c.row_tile;
         last_split = atomicAdd(ctr, 1u) == (unsigned)(P.splits - 1);
         if (last_split) atomicExch(ctr, 0u);
     }
-    __syncthreads();
-    if (!last_split) return;
+    if (!__syncthreads_or(last_split)) return;
     __threadfence();
     const int row0 = c.row_tile * P.rows_per_cta;
     tail_merge<T>(static_cast<T *>(P.out), P.ws_acc, P.ws_ml, P.nslots, d, min(rows, P.rows_per_unit - row0),
