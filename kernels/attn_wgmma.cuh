@@ -91,8 +91,8 @@ struct wg_shape_t {
     static constexpr int ALIGN = 1024;                        /* swizzle atoms are 1 KiB aligned */
     /* the wide body's copies come from a producer warpgroup (attn_wgmma_ctx_kernel says why) */
     static constexpr bool PRODUCER = KT == WG_KT_WIDE;
-    /* The wide body (TMA only) keeps no row offsets: past the ring, the decode tiles'
-     * P^T (8 query columns of KT keys, two 1 KiB swizzle atoms), then the barriers and
+    /* The wide body (TMA only) keeps no row offsets: past the ring, the paged decode
+     * tiles' P^T (8 query columns of KT keys, two 1 KiB swizzle atoms), then the barriers and
      * the decode scratch. Its 2 KiB leave too little of the 227 KiB for a whole atom of
      * alignment slack: the dynamic shared window starts 1 KiB aligned on sm_90 (as
      * CUTLASS's and FlashAttention-3's swizzled layouts assume), and the kernel traps
@@ -535,7 +535,8 @@ __global__ void __launch_bounds__(wg_threads<KT, DEC>(), 1)
      * transposed, the tile's keys (and V's dims) filling M and the queries N = 8 (the
      * 8-row group of Q that holds them, the others ignored): S^T = K Q^T in two m64n8
      * blocks of 64 keys, a column softmax whose max and sum cross the 4 warps through
-     * shared memory, P^T in a buffer of its own (dec_pt), and O^T = V^T P^T in two
+     * shared memory, P^T (paged, in a buffer of its own, dec_pt, else over the K tile,
+     * which S^T has finished reading), and O^T = V^T P^T in two
      * m64n8 blocks of 64 dims: 1/16 of a context tile's tensor work. k_read runs once
      * every warp's S^T is done with the K tile, v_wait before V is read, v_read once
      * every warp's O^T is done with it. The tile leaves its partial (m, l, O) in decode
@@ -547,6 +548,7 @@ __global__ void __launch_bounds__(wg_threads<KT, DEC>(), 1)
         const int row = dec_job_row(c, q);
         const int row0 = row & ~7, wq = warp & 3;
         float *red = dec_red;
+        unsigned char *pt = ADDR == ADDR_PAGED ? dec_pt : pv - S::TILE;
         float st[2][4], ot[2][4];
         const uint64_t kd = wg_desc(kbuf, 16, 1024), qd = wg_desc(smem_addr(q_s) + row0 * 128, 16, 1024);
         wg_fence();
@@ -592,7 +594,7 @@ __global__ void __launch_bounds__(wg_threads<KT, DEC>(), 1)
                     const int key = mb * 64 + wq * 16 + (lane >> 2) + 8 * h;
                     const float pv = fast_exp2(fmaf(st[mb][2 * h + e], P.scale_log2, -m[e]));
                     l[e] += pv;
-                    *reinterpret_cast<T *>(dec_pt + (key >> 6) * 1024 + col * 128 +
+                    *reinterpret_cast<T *>(pt + (key >> 6) * 1024 + col * 128 +
                                            ((((key & 63) >> 3) ^ col) << 4) + (key & 7) * 2) = dt<T>::from_f(pv);
                 }
 #pragma unroll
@@ -609,7 +611,7 @@ __global__ void __launch_bounds__(wg_threads<KT, DEC>(), 1)
         }
         fence_proxy_async(); /* P^T (and V's zeroed rows), written through the generic proxy, are read by wgmma */
         wg_bar();
-        const uint64_t vd = wg_desc(vbuf, S::HALF_TILE, 1024), pd = wg_desc(smem_addr(dec_pt), 16, 1024);
+        const uint64_t vd = wg_desc(vbuf, S::HALF_TILE, 1024), pd = wg_desc(smem_addr(pt), 16, 1024);
         wg_fence();
 #pragma unroll
         for (int mb = 0; mb < 2; ++mb)
@@ -680,11 +682,15 @@ __global__ void __launch_bounds__(wg_threads<KT, DEC>(), 1)
         }
         /* The decode warpgroup: every decode tile of the CTA's item in turn, its K and V
          * copied into the ring's last two slots by the warpgroup's first thread, each on
-         * a barrier of its own: the next tile's K once every warp's S^T is done with
-         * the K slot (P^T has a buffer of its own), so that it lands while this tile's
-         * softmax, O^T and stores go on; its V once every warp's O^T is done with the
-         * V slot. Its own code only, after its setmaxnreg: code both kinds of warpgroup
-         * reached would be held to the launch's registers. */
+         * a barrier of its own, the next tile's V once every warp's O^T is done with the
+         * V slot. On a paged cache the next tile's K goes as soon as every warp's S^T is
+         * done with the K slot (P^T in a buffer of its own), so that its eight boxes
+         * land while this tile's softmax, O^T and stores go on: 1-5% off paged GQA and
+         * MHA at 8k on the H100. On a contiguous cache, where that made GQA W = 128 and
+         * 256 at 8k 4-5% slower, it goes with the V, and P^T over the K tile (in its own
+         * buffer the same rows took about 1% longer; results/h100/dec-k-early/). Its own
+         * code only, after its setmaxnreg: code both kinds of warpgroup reached would be
+         * held to the launch's registers. */
         if (DEC && wg == 3) {
             asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" ::"n"(WG_DEC_REGS));
             const cta_coord c = cta_decompose(P, blockIdx.x);
@@ -714,12 +720,13 @@ __global__ void __launch_bounds__(wg_threads<KT, DEC>(), 1)
                 dec_compute(
                     c, i, kb, vb, kp + S::TILE,
                     [&]() {
-                        if (issuer && i + 1 < n) issue(kb, kf, 0);
+                        if (ADDR == ADDR_PAGED && issuer && i + 1 < n) issue(kb, kf, 0);
                     },
                     [&]() { mbar_wait(vf, i & 1); },
                     [&]() {
                         wg_bar();
                         if (issuer && i + 1 < n) {
+                            if (ADDR != ADDR_PAGED) issue(kb, kf, 0);
                             issue(vb, vf, 1);
                             if (i + 2 < n) *next = dec_look_up(c, i + 2);
                         }
