@@ -392,7 +392,7 @@ static void test_merge_launch_has_a_fixed_cost(void **state)
  * `bifurcated` measured 2.6%, 4.5%, 5.5%, 2.5% and 4.0% slower in the sweeps at 5e12b05,
  * 61d0c93, 3251b03, 3862a14 and 8620f33 (30.1-31.2 us), and 5.8% in c0d1ab2's
  * (results/h100/dec-k-early/, not replayed here), where alternated runs of that build
- * put it 3.7% from `fused`: a sweep to come may need to name it.
+ * put it 3.9% from `fused` (f6862a6 3.4%): a sweep to come may need to name it.
  * (Until 318d53c paged MQA at W = 8, 8k was listed here; auto.c says where the merge
  * launch's cost sits for it now.) */
 static const struct { const char *sweep; int beam, kv_heads, ctx; } known_misses[] = {
