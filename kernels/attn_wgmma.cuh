@@ -487,10 +487,11 @@ __global__ void __launch_bounds__(wg_threads<KT, DEC>(), 1)
      * rows of the tile) and its dec_tiles tiles of KT keys, each of which leaves a
      * partial of its own (slot splits + k), so no state lives from one tile to the
      * next; a split takes every splits-th stream of the tile. The decode warpgroup's
-     * first thread copies each tile into the ring's last two slots (K and V), each as
-     * soon as the tile before it is done with that slot. (Computed by the tensor-core warpgroups between their
-     * context iterations instead, a tile cost its owner about 2 us of the step, whoever
-     * else waited: H100, results/h100/dec-warpgroup/.) */
+     * first thread copies each tile into the ring's last two slots (K and V) once the
+     * tile before it is done with them (the decode warpgroup, below, says when).
+     * (Computed by the tensor-core warpgroups between their context iterations
+     * instead, a tile cost its owner about 2 us of the step, whoever else waited:
+     * H100, results/h100/dec-warpgroup/.) */
     const int dec_tiles = DEC ? max((P.dec_keys + KT - 1) / KT, 1) : 1; /* tiles of a job */
     /* decode tile i's job and its tile within the job; a job is mostly one tile (up to
      * 128 decode keys a stream), which skips the division's dozens of dependent
@@ -746,7 +747,6 @@ __global__ void __launch_bounds__(wg_threads<KT, DEC>(), 1)
     /* the item's entries in the CTA's tile sequence: with decode tiles its K and V
      * tiles apart; else its stages */
     const int nring = DEC ? 2 * ntiles : ntiles;
-
 
     /* cp.async: the row index (offset / d) of key `row` of tile j, NO_ROW past the end,
      * from its block id (row_block). */

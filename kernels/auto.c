@@ -42,13 +42,14 @@
  * (results/h100/dec-warpgroup/grid-61d0c93-*), a window narrower than the runs' noise
  * (1.6-1.8 us on the four at 318d53c): below it the H100's paged MQA row W = 8, 8k runs
  * fused, 6.3-6.7% slower (23.9 against 22.5 us at 61d0c93, whose sweep read L2 at 7269
- * GB/s where 318d53c's read 6325, which cheapens fused's re-reads; without the launch's cost at all the H200's ran fused, 6.4% slower,
- * at d322f67); from about 1.85 us the H100's contiguous MQA row W = 4, 8k picks
- * bifurcated, 4.7-6.2% slower there (22.1 against 20.8 at 61d0c93) and 7.4% at 006205c,
- * and from 2.6 the H200's, 5.9% slower. The model sums bifurcated's fixed cost and its
- * context FLOPs, so it prices MQA's W = 8 about 3 us above W = 4 where the two measure
- * alike: the crossing of these rows is the model's, not the kernels'. Until 318d53c's faster bifurcated body no value placed
- * both H100 rows (1.2-1.6 us at d322f67, the paged row a known miss of the tests). FUSED_L2_EFFICIENCY is
+ * GB/s where 318d53c's read 6325, which cheapens fused's re-reads; without the launch's
+ * cost at all the H200's ran fused, 6.4% slower, at d322f67); from about 1.85 us the
+ * H100's contiguous MQA row W = 4, 8k picks bifurcated, 4.7-6.2% slower there (22.1
+ * against 20.8 at 61d0c93) and 7.4% at 006205c, and from 2.6 the H200's, 5.9% slower.
+ * The model sums bifurcated's fixed cost and its context FLOPs, so it prices MQA's W = 8
+ * about 3 us above W = 4 where the two measure alike: the crossing of these rows is the
+ * model's, not the kernels'. Until 318d53c's faster bifurcated body no value placed both
+ * H100 rows (1.2-1.6 us at d322f67, the paged row a known miss of the tests). FUSED_L2_EFFICIENCY is
  * the middle of the range (0.93-0.95) that picks within 5% on the three paged sweeps at
  * hand (H200 at 3046cbe and 088af40, H100 at 3046cbe): fused's streams re-read the shared
  * blocks at about 7.45 TB/s on an H200 whose `peak` read 8045 from L2 (MHA, W = 2 and
