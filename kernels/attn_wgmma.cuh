@@ -62,8 +62,8 @@
  * producer's thread needs 40). With decode tiles a fourth warpgroup computes them
  * (attn_wgmma_ctx_kernel: decode tiles): 512 threads at 128 each, and 224 for the
  * tensor-core warpgroups (their loop spills none; at 216 it spills 16 bytes), 24 for
- * the producer and 40 for the decode warpgroup (the kernel then spills 4 bytes on a
- * contiguous cache, 16 with a decode tile's K early, 48 on a paged cache). */
+ * the producer and 40 for the decode warpgroup (whose loop then spills 12 bytes,
+ * 56 on a paged cache). */
 #define WG_PRODUCER_THREADS 128
 #define WG_MMA_REGS 232
 #define WG_PRODUCER_REGS 40
@@ -91,7 +91,7 @@ struct wg_shape_t {
     static constexpr int ALIGN = 1024;                        /* swizzle atoms are 1 KiB aligned */
     /* the wide body's copies come from a producer warpgroup (attn_wgmma_ctx_kernel says why) */
     static constexpr bool PRODUCER = KT == WG_KT_WIDE;
-    /* The wide body (TMA only) keeps no row offsets: past the ring, the early-K decode
+    /* The wide body (TMA only) keeps no row offsets: past the ring, the paged decode
      * tiles' P^T (8 query columns of KT keys, two 1 KiB swizzle atoms), then the barriers and
      * the decode scratch. Its 2 KiB leave too little of the 227 KiB for a whole atom of
      * alignment slack: the dynamic shared window starts 1 KiB aligned on sm_90 (as
@@ -116,12 +116,8 @@ struct wg_shape_t {
     }
 };
 typedef wg_shape_t<WG_KT> wg_shape;
-/* The wide body's decode tiles (attn_wgmma_ctx_kernel's DEC): none, or streamed by the
- * decode warpgroup, which copies a tile's K with its V or as soon as the tile before it
- * is done with the K slot (decode tiles, in the kernel, says where each pays). */
-enum { WG_DEC_NONE = 0, WG_DEC_K_WITH_V = 1, WG_DEC_K_EARLY = 2 };
 /* The body's threads: with decode tiles (DEC), the decode warpgroup's besides. */
-template <int KT, int DEC> constexpr int wg_threads()
+template <int KT, bool DEC> constexpr int wg_threads()
 {
     return wg_shape_t<KT>::THREADS + (DEC ? WG_DEC_THREADS : 0);
 }
@@ -322,7 +318,7 @@ __device__ __forceinline__ float wg_tree(float (&r)[N], Op op)
  * streams on the others (bifurcated.cu: bif_ctx_sms); else a grid of one CTA per
  * item. The TMA barriers are initialised once; their phases run on across items
  * (tile_base counts the tiles of the CTA's earlier items). */
-template <typename T, int ADDR, bool TMA, int KT = WG_KT, bool PERSIST = false, int DEC = WG_DEC_NONE>
+template <typename T, int ADDR, bool TMA, int KT = WG_KT, bool PERSIST = false, bool DEC = false>
 __global__ void __launch_bounds__(wg_threads<KT, DEC>(), 1)
     attn_wgmma_ctx_kernel(const attn_params_t P, const __grid_constant__ CUtensorMap ctx_map,
                           const __grid_constant__ CUtensorMap dec_map)
@@ -540,8 +536,8 @@ __global__ void __launch_bounds__(wg_threads<KT, DEC>(), 1)
      * transposed, the tile's keys (and V's dims) filling M and the queries N = 8 (the
      * 8-row group of Q that holds them, the others ignored): S^T = K Q^T in two m64n8
      * blocks of 64 keys, a column softmax whose max and sum cross the 4 warps through
-     * shared memory, P^T (WG_DEC_K_EARLY: in a buffer of its own, dec_pt, else over the K
-     * tile, which S^T has finished reading), and O^T = V^T P^T in two
+     * shared memory, P^T (paged, in a buffer of its own, dec_pt, else over the K tile,
+     * which S^T has finished reading), and O^T = V^T P^T in two
      * m64n8 blocks of 64 dims: 1/16 of a context tile's tensor work. k_read runs once
      * every warp's S^T is done with the K tile, v_wait before V is read, v_read once
      * every warp's O^T is done with it. The tile leaves its partial (m, l, O) in decode
@@ -553,7 +549,7 @@ __global__ void __launch_bounds__(wg_threads<KT, DEC>(), 1)
         const int row = dec_job_row(c, q);
         const int row0 = row & ~7, wq = warp & 3;
         float *red = dec_red;
-        unsigned char *pt = DEC == WG_DEC_K_EARLY ? dec_pt : pv - S::TILE;
+        unsigned char *pt = ADDR == ADDR_PAGED ? dec_pt : pv - S::TILE;
         float st[2][4], ot[2][4];
         const uint64_t kd = wg_desc(kbuf, 16, 1024), qd = wg_desc(smem_addr(q_s) + row0 * 128, 16, 1024);
         wg_fence();
@@ -688,11 +684,14 @@ __global__ void __launch_bounds__(wg_threads<KT, DEC>(), 1)
         /* The decode warpgroup: every decode tile of the CTA's item in turn, its K and V
          * copied into the ring's last two slots by the warpgroup's first thread, each on
          * a barrier of its own, the next tile's V once every warp's O^T is done with the
-         * V slot. Its K (bif_dec_k_early says where): with the V, P^T over the K tile;
-         * or early (WG_DEC_K_EARLY), as soon as every warp's S^T is done with the K slot,
-         * P^T in a buffer of its own, so that the K lands while this tile's softmax, O^T
-         * and stores go on. Its own code only, after its setmaxnreg: code both kinds of
-         * warpgroup reached would be held to the launch's registers. */
+         * V slot. On a paged cache the next tile's K goes as soon as every warp's S^T is
+         * done with the K slot (P^T in a buffer of its own), so that its eight boxes
+         * land while this tile's softmax, O^T and stores go on: 1-5% off paged GQA and
+         * MHA at 8k on the H100. On a contiguous cache, where that made GQA W = 128 and
+         * 256 at 8k 4-5% slower, it goes with the V, and P^T over the K tile (in its own
+         * buffer the same rows took about 1% longer; results/h100/dec-k-early/). Its own
+         * code only, after its setmaxnreg: code both kinds of warpgroup reached would be
+         * held to the launch's registers. */
         if (DEC && wg == 3) {
             asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" ::"n"(WG_DEC_REGS));
             const cta_coord c = cta_decompose(P, blockIdx.x);
@@ -722,13 +721,13 @@ __global__ void __launch_bounds__(wg_threads<KT, DEC>(), 1)
                 dec_compute(
                     c, i, kb, vb, kp + S::TILE,
                     [&]() {
-                        if (DEC == WG_DEC_K_EARLY && issuer && i + 1 < n) issue(kb, kf, 0);
+                        if (ADDR == ADDR_PAGED && issuer && i + 1 < n) issue(kb, kf, 0);
                     },
                     [&]() { mbar_wait(vf, i & 1); },
                     [&]() {
                         wg_bar();
                         if (issuer && i + 1 < n) {
-                            if (DEC != WG_DEC_K_EARLY) issue(kb, kf, 0);
+                            if (ADDR != ADDR_PAGED) issue(kb, kf, 0);
                             issue(vb, vf, 1);
                             if (i + 2 < n) *next = dec_look_up(c, i + 2);
                         }

@@ -64,14 +64,11 @@ static attn_kernel_fn ctx_fn_t(int d, int addr)
 }
 
 /* plan->variant: the decode part's chunk (a multiple of the key tile), with these bits
- * set when the context part runs on the wgmma body, with its wide key tiles, when
- * that body streams the decode part itself (bif_dec_streamable), and when it copies a
- * decode tile's K early (bif_dec_k_early). */
+ * set when the context part runs on the wgmma body, with its wide key tiles, and when
+ * that body streams the decode part itself (bif_dec_streamable). */
 #define BIF_WGMMA 1
 #define BIF_WIDE 2
 #define BIF_DEC_IN_CTA 4
-#define BIF_DEC_K_EARLY 8
-#define BIF_VARIANT_BITS (BIF_WGMMA | BIF_WIDE | BIF_DEC_IN_CTA | BIF_DEC_K_EARLY)
 
 /* The two sizes the context body is chosen by, at the measured peaks (or H200's
  * where none was measured, as under `verify`): the context part's tensor-core time
@@ -108,11 +105,6 @@ static bool bif_wgmma(const attn_plan_t *plan) { return plan && (plan->variant &
 static bool bif_split(const attn_plan_t *plan) { return plan && plan->ctx_sms > 0; }
 static bool bif_wide(const attn_plan_t *plan) { return plan && (plan->variant & BIF_WIDE); }
 static bool bif_dec_in_cta(const attn_plan_t *plan) { return plan && (plan->variant & BIF_DEC_IN_CTA); }
-/* how the wide body streams the decode part (attn_wgmma.cuh: WG_DEC_*) */
-static int bif_dec_mode(const attn_plan_t *plan)
-{
-    return !bif_dec_in_cta(plan) ? WG_DEC_NONE : plan->variant & BIF_DEC_K_EARLY ? WG_DEC_K_EARLY : WG_DEC_K_WITH_V;
-}
 
 /* Whether the wgmma body's tiles come through the TMA: on a contiguous cache, and on
  * a paged one with blocks of at least WG_TMA_MIN_BLOCK keys (a box or two per tile).
@@ -132,30 +124,27 @@ extern "C" int bifurcated_context_on_wgmma(const attn_plan_t *plan)
 typedef void (*wgmma_ctx_fn)(const attn_params_t, const CUtensorMap, const CUtensorMap);
 
 /* persist: the persistent grid of an SM split (contiguous cache only, bif_ctx_sms);
- * dec: how the wide body streams the decode part (bif_dec_mode; a paged cache's K
- * always early, bif_dec_k_early) */
+ * dec: the wide body streams the decode part (bif_dec_in_cta) */
 template <typename T>
-static wgmma_ctx_fn wgmma_fn_t(int addr, bool tma, bool wide, bool persist, int dec)
+static wgmma_ctx_fn wgmma_fn_t(int addr, bool tma, bool wide, bool persist, bool dec)
 {
     if (addr == ADDR_PAGED && !tma) return attn_wgmma_ctx_kernel<T, ADDR_PAGED, false>;
     if (addr == ADDR_PAGED && wide)
-        return dec ? attn_wgmma_ctx_kernel<T, ADDR_PAGED, true, WG_KT_WIDE, false, WG_DEC_K_EARLY>
+        return dec ? attn_wgmma_ctx_kernel<T, ADDR_PAGED, true, WG_KT_WIDE, false, true>
                    : attn_wgmma_ctx_kernel<T, ADDR_PAGED, true, WG_KT_WIDE>;
     if (addr == ADDR_PAGED) return attn_wgmma_ctx_kernel<T, ADDR_PAGED, true>;
     if (persist)
         return wide ? attn_wgmma_ctx_kernel<T, ADDR_CTX, true, WG_KT_WIDE, true>
                     : attn_wgmma_ctx_kernel<T, ADDR_CTX, true, WG_KT, true>;
     if (wide)
-        return dec == WG_DEC_K_EARLY ? attn_wgmma_ctx_kernel<T, ADDR_CTX, true, WG_KT_WIDE, false, WG_DEC_K_EARLY>
-             : dec ? attn_wgmma_ctx_kernel<T, ADDR_CTX, true, WG_KT_WIDE, false, WG_DEC_K_WITH_V>
+        return dec ? attn_wgmma_ctx_kernel<T, ADDR_CTX, true, WG_KT_WIDE, false, true>
                    : attn_wgmma_ctx_kernel<T, ADDR_CTX, true, WG_KT_WIDE>;
     return attn_wgmma_ctx_kernel<T, ADDR_CTX, true>;
 }
 static wgmma_ctx_fn wgmma_pick(const problem_t *p, const attn_plan_t *plan)
 {
     const int addr = p->cache == CACHE_PAGED ? ADDR_PAGED : ADDR_CTX;
-    const bool tma = bif_tma(p), wide = bif_wide(plan), persist = bif_split(plan);
-    const int dec = bif_dec_mode(plan);
+    const bool tma = bif_tma(p), wide = bif_wide(plan), persist = bif_split(plan), dec = bif_dec_in_cta(plan);
     return p->dtype == DTYPE_FP16 ? wgmma_fn_t<__half>(addr, tma, wide, persist, dec)
                                   : wgmma_fn_t<__nv_bfloat16>(addr, tma, wide, persist, dec);
 }
@@ -163,8 +152,7 @@ static int wgmma_smem(bool wide) { return wide ? wg_shape_t<WG_KT_WIDE>::SMEM : 
 /* the decode tiles are the wide body's (bif_dec_streamable) */
 static int wgmma_threads(bool wide, bool dec)
 {
-    return dec ? wg_threads<WG_KT_WIDE, WG_DEC_K_WITH_V>() : wide ? wg_threads<WG_KT_WIDE, WG_DEC_NONE>()
-               : wg_threads<WG_KT, WG_DEC_NONE>();
+    return dec ? wg_threads<WG_KT_WIDE, true>() : wide ? wg_threads<WG_KT_WIDE, false>() : wg_threads<WG_KT, false>();
 }
 
 /* The context part's mma.sync instantiation (tensor-core path only). */
@@ -241,7 +229,7 @@ static bif_splits_t bif_resolve(const problem_t *p, const attn_plan_t *plan)
     const int ck = bif_ctx_keys(p), dk = bif_dec_keys(p);
     if (plan && plan->split.splits >= 1 && plan->split.chunk >= 1) s.ctx = plan->split;
     else s.ctx = split_plan_fixed(ck, 1, ATTN_KEY_TILE);
-    int chunk = plan ? plan->variant & ~BIF_VARIANT_BITS : 0;
+    int chunk = plan ? plan->variant & ~(BIF_WGMMA | BIF_WIDE | BIF_DEC_IN_CTA) : 0;
     if (chunk < 1) chunk = (dk + ATTN_KEY_TILE - 1) / ATTN_KEY_TILE * ATTN_KEY_TILE;
     if (bif_dec_in_cta(plan)) chunk = WG_KT_WIDE; /* a partial per wide tile of each stream's keys */
     s.dec.chunk = chunk;
@@ -305,20 +293,6 @@ static int bif_ctx_sms(const problem_t *p, const device_info_t *dev, long items,
         .sms;
 }
 
-/* Where the wide body streams the decode part, whether its decode warpgroup copies a
- * tile's K as soon as the tile before it is done with the K slot, not with its V once
- * that tile is done (attn_wgmma.cuh: decode tiles). On a paged cache, where a tile's K
- * is eight boxes after as many block lookups, that took 1-4% off GQA and 2-5% off MHA
- * at 8k on the H100. On a contiguous cache it took 3.6-5.7% off MHA at 8k (W = 128-1024)
- * on the H200 (at 16k -1.9 to +2.9%, at 32k within 1.5%) and moved it by -1.3 to +0.8%
- * on the H100; it made GQA W = 128 and 256 at 8k 4-5% slower on the H100, so there a
- * group of more than one query keeps its K with its V (results/h100/dec-k-early/,
- * results/h200/dec-k-early/). */
-static bool bif_dec_k_early(const problem_t *p)
-{
-    return p->cache == CACHE_PAGED || problem_group(p) == 1;
-}
-
 /* The most context splits the wgmma body's planner takes. The planner fills the SMs
  * with (item, split) CTAs; with a single item (MQA at W <= 4) that meant 128 splits of
  * 256 keys at 32k, whose partials the merge folds at 128 per row. Half as many ran
@@ -342,8 +316,7 @@ static void bif_plan(const problem_t *p, const device_info_t *dev, attn_plan_t *
         plan->split = split_plan_fixed(ck, BIF_WGMMA_MAX_SPLITS, wide ? WG_KT_WIDE : ATTN_KEY_TILE);
     const bool in_cta = ck > 0 && wide && bif_dec_streamable(p);
     plan->variant = attn_split(p, dev, dec_items, bif_dec_keys(p), attn_ctas_per_sm(p, true, dev)).chunk |
-                    (wgmma ? BIF_WGMMA : 0) | (wide ? BIF_WIDE : 0) | (in_cta ? BIF_DEC_IN_CTA : 0) |
-                    (in_cta && bif_dec_k_early(p) ? BIF_DEC_K_EARLY : 0);
+                    (wgmma ? BIF_WGMMA : 0) | (wide ? BIF_WIDE : 0) | (in_cta ? BIF_DEC_IN_CTA : 0);
     plan->ctx_sms = wgmma && ck > 0 && !in_cta ? bif_ctx_sms(p, dev, ctx_items * plan->split.splits, wide) : 0;
 }
 
