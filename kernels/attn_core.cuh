@@ -897,6 +897,23 @@ __global__ void __launch_bounds__(ATTN_THREADS, ATTN_CC_MINB) attn_cc_kernel(con
 #define MERGE_WIDE_SLOTS 8
 #define MERGE_WARPS 4
 #define MERGE_MAX_D 256
+/* Programmatic dependent launch (Hopper): a merge launched with it (attn_launch_merge's
+ * pdl) is set up while the grid before it finishes, once every CTA of that grid has
+ * signalled (attn_grid_dependents_go) or exited, and waits here for that grid's
+ * completion and memory before it reads a partial. Launched without it, both are
+ * no-ops. */
+__device__ __forceinline__ void attn_grid_dependency_wait()
+{
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    asm volatile("griddepcontrol.wait;\n" ::: "memory");
+#endif
+}
+__device__ __forceinline__ void attn_grid_dependents_go()
+{
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    asm volatile("griddepcontrol.launch_dependents;\n" ::: "memory");
+#endif
+}
 __device__ __forceinline__ void axpy4(float4 &a, float w, const float4 &v)
 {
     a.x += w * v.x;
@@ -909,6 +926,7 @@ __global__ void __launch_bounds__(32 * MERGE_WARPS) attn_merge_kernel(const floa
                                                                       int nslots, int d)
 {
     __shared__ __align__(16) float part_acc[MERGE_WARPS][MERGE_MAX_D];
+    attn_grid_dependency_wait();
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
     const int64_t row = blockIdx.x;
     const float2 *ml = ws_ml + row * nslots;
@@ -969,6 +987,7 @@ __global__ void __launch_bounds__(32 * MERGE_WARPS) attn_merge_few_kernel(const 
                                                              int64_t rows, int nslots, int d)
 {
     constexpr int SLOTS = MERGE_WIDE_SLOTS - 1;
+    attn_grid_dependency_wait();
     const int lane = threadIdx.x & 31;
     const int64_t row = (int64_t)blockIdx.x * MERGE_WARPS + (threadIdx.x >> 5);
     if (row >= rows) return;
@@ -1157,10 +1176,12 @@ typedef void (*attn_kernel_fn)(const attn_params_t);
  * CUDA-core) body over P (address mode addr, P.kv set), grid from P's extents, and
  * the merge of nslots partials into out. setup_keysplit raises the dynamic
  * shared-memory limit of the instantiation a problem uses; ring picks the lean or
- * deep instantiation where there is one (attn_ring; deep: contiguous cache only). */
+ * deep instantiation where there is one (attn_ring; deep: contiguous cache only); pdl
+ * launches the merge as a programmatic dependent of the kernel before it in the stream
+ * (Hopper only, that kernel a caller's that signals, attn_grid_dependents_go). */
 cudaError_t attn_setup_keysplit(const problem_t *p, int addr, int ring);
 cudaError_t attn_launch_keysplit(const problem_t *p, int addr, const attn_params_t *P, cudaStream_t stream,
                                  int ring);
-cudaError_t attn_launch_merge(const problem_t *p, const attn_params_t *P, cudaStream_t stream);
+cudaError_t attn_launch_merge(const problem_t *p, const attn_params_t *P, cudaStream_t stream, bool pdl);
 
 #endif

@@ -1057,6 +1057,8 @@ __global__ void __launch_bounds__(wg_threads<KT, DEC>(), 1)
         if (t + 1 < ntiles) step(t + 1, std::integral_constant<int, 1>());
     }
 
+    /* the merge behind this grid, a programmatic dependent, may be set up now */
+    attn_grid_dependents_go();
     cp_async_wait<0>();
     cta_sync();
     float *st_o = reinterpret_cast<float *>(pipe);

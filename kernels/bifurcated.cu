@@ -577,7 +577,9 @@ static cudaError_t bif_launch(attn_args_t *a, cudaStream_t stream)
         if (err != cudaSuccess) return err;
     }
 
-    if (in_cta) return bif_folds_in_cta(p, &a->plan) ? cudaSuccess : attn_launch_merge(p, &P, stream);
+    /* the merge behind the wgmma body (Hopper) is its programmatic dependent: set up while
+     * the context grid's last CTAs finish */
+    if (in_cta) return bif_folds_in_cta(p, &a->plan) ? cudaSuccess : attn_launch_merge(p, &P, stream, true);
 
     attn_params_t dp = P;
     dp.kv = paged ? a->kv : a->kv_dec;
@@ -609,7 +611,7 @@ static cudaError_t bif_launch(attn_args_t *a, cudaStream_t stream)
         if (err == cudaSuccess) err = cudaStreamWaitEvent(stream, st->join, 0);
     }
     if (err != cudaSuccess || s.nslots == 1 || tail_merge) return err;
-    return attn_launch_merge(p, &P, stream);
+    return attn_launch_merge(p, &P, stream, false);
 }
 
 extern "C" const attn_kernel_t kernel_bifurcated = {

@@ -132,33 +132,45 @@ cudaError_t attn_launch_keysplit(const problem_t *p, int addr, const attn_params
 
 /* The merge: wide (rows of MERGE_WIDE_SLOTS slots or more), a CTA of attn_merge_kernel
  * per row; else one warp of attn_merge_few_kernel per row, MERGE_WARPS rows a CTA. */
+template <typename... Params, typename... Args>
+static cudaError_t launch_merge_kernel(void (*fn)(Params...), unsigned ctas, cudaStream_t stream, bool pdl, Args... args)
+{
+    cudaLaunchConfig_t cfg = {};
+    cfg.gridDim = dim3(ctas);
+    cfg.blockDim = dim3(32 * MERGE_WARPS);
+    cfg.stream = stream;
+    cudaLaunchAttribute attr;
+    attr.id = cudaLaunchAttributeProgrammaticStreamSerialization;
+    attr.val.programmaticStreamSerializationAllowed = 1;
+    cfg.attrs = &attr;
+    cfg.numAttrs = pdl ? 1 : 0;
+    return cudaLaunchKernelEx(&cfg, fn, args...);
+}
 template <typename T>
-static void merge_t(const problem_t *p, const attn_params_t *P, bool wide, int64_t rows, unsigned ctas,
-                    cudaStream_t stream)
+static cudaError_t merge_t(const problem_t *p, const attn_params_t *P, bool wide, int64_t rows, unsigned ctas,
+                           cudaStream_t stream, bool pdl)
 {
     T *out = static_cast<T *>(P->out);
-    const int d = p->head_dim, threads = 32 * MERGE_WARPS;
-    if (wide)
-        attn_merge_kernel<T><<<ctas, threads, 0, stream>>>(P->ws_acc, P->ws_ml, out, P->nslots, d);
-    else if (d <= 128)
-        attn_merge_few_kernel<T, 1><<<ctas, threads, 0, stream>>>(P->ws_acc, P->ws_ml, out, rows, P->nslots, d);
-    else
-        attn_merge_few_kernel<T, MERGE_MAX_D / 128><<<ctas, threads, 0, stream>>>(P->ws_acc, P->ws_ml, out, rows,
-                                                                                  P->nslots, d);
+    const int d = p->head_dim, n = P->nslots;
+    const float *acc = P->ws_acc;
+    const float2 *ml = P->ws_ml;
+    if (wide) return launch_merge_kernel(attn_merge_kernel<T>, ctas, stream, pdl, acc, ml, out, n, d);
+    if (d <= 128) return launch_merge_kernel(attn_merge_few_kernel<T, 1>, ctas, stream, pdl, acc, ml, out, rows, n, d);
+    return launch_merge_kernel(attn_merge_few_kernel<T, MERGE_MAX_D / 128>, ctas, stream, pdl, acc, ml, out, rows, n,
+                               d);
 }
 
-cudaError_t attn_launch_merge(const problem_t *p, const attn_params_t *P, cudaStream_t stream)
+cudaError_t attn_launch_merge(const problem_t *p, const attn_params_t *P, cudaStream_t stream, bool pdl)
 {
     const int64_t rows = (int64_t)problem_streams(p) * p->heads;
     const bool wide = P->nslots >= MERGE_WIDE_SLOTS;
     const int64_t ctas = wide ? rows : (rows + MERGE_WARPS - 1) / MERGE_WARPS;
     if (ctas > INT_MAX || p->head_dim > MERGE_MAX_D) return cudaErrorInvalidConfiguration;
     switch (p->dtype) {
-    case DTYPE_FP16: merge_t<__half>(p, P, wide, rows, (unsigned)ctas, stream); break;
-    case DTYPE_BF16: merge_t<__nv_bfloat16>(p, P, wide, rows, (unsigned)ctas, stream); break;
-    default: merge_t<float>(p, P, wide, rows, (unsigned)ctas, stream); break;
+    case DTYPE_FP16: return merge_t<__half>(p, P, wide, rows, (unsigned)ctas, stream, pdl);
+    case DTYPE_BF16: return merge_t<__nv_bfloat16>(p, P, wide, rows, (unsigned)ctas, stream, pdl);
+    default: return merge_t<float>(p, P, wide, rows, (unsigned)ctas, stream, pdl);
     }
-    return cudaGetLastError();
 }
 
 /* ---------------------------------------------------------------- the kernel entry */
@@ -307,7 +319,7 @@ static cudaError_t fused_launch(attn_args_t *a, cudaStream_t stream)
         P.counters = reinterpret_cast<unsigned int *>(static_cast<char *>(a->workspace) +
                                                       fused_counters_offset(p, &a->plan));
     cudaError_t e = attn_launch_keysplit(p, addr, &P, stream, fused_ring(&a->plan));
-    if (e == cudaSuccess && merge_launch) e = attn_launch_merge(p, &P, stream);
+    if (e == cudaSuccess && merge_launch) e = attn_launch_merge(p, &P, stream, false);
     return e;
 }
 
