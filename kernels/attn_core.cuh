@@ -895,10 +895,11 @@ __global__ void __launch_bounds__(ATTN_THREADS, ATTN_CC_MINB) attn_cc_kernel(con
  * loads over its 66 KB of partials. Rows of fewer slots take attn_merge_few_kernel.
  * d is a multiple of 8, at most 256. */
 #define MERGE_WIDE_SLOTS 8
+#define MERGE_FEW_MAX 15 /* the most slots attn_merge_few_kernel takes (attn_launch_merge) */
 #define MERGE_WARPS 4
 #define MERGE_MAX_D 256
 /* Programmatic dependent launch (Hopper): a merge launched with it (attn_launch_merge's
- * pdl) is set up while the grid before it finishes, once every CTA of that grid has
+ * behind_dec_tiles) is set up while the grid before it finishes, once every CTA of that grid has
  * signalled (attn_grid_dependents_go) or exited, and waits here for that grid's
  * completion and memory before it reads a partial. Launched without it, both are
  * no-ops. */
@@ -976,17 +977,18 @@ __global__ void __launch_bounds__(32 * MERGE_WARPS) attn_merge_kernel(const floa
     }
 }
 
-/* A row of fewer than MERGE_WIDE_SLOTS slots (the common case: a split or two of the
- * context and a decode tile or two), one warp per row and MERGE_WARPS rows per CTA: every
- * load of the row at once, its slots' (m, l) one per lane and their accumulators,
- * folded after one round trip. (In attn_merge_kernel the second pass's loads wait
- * for the first's.) A kernel of its own, so that its registers, a float4 per slot
- * and per VPL (d <= 128 * VPL), leave attn_merge_kernel's occupancy as it was. */
-template <typename T, int VPL>
+/* A row of at most SLOTS slots (the common case: a split or two of the context and a
+ * decode tile or two; SLOTS is MERGE_WIDE_SLOTS - 1 or MERGE_FEW_MAX, attn_launch_merge
+ * says where), one warp per row and MERGE_WARPS rows per CTA: every load of the row at
+ * once, its slots' (m, l) one per lane and their accumulators, folded after one round
+ * trip. (In attn_merge_kernel the second pass's loads wait for the first's.) A kernel of
+ * its own, so that its registers, a float4 per slot and per VPL (d <= 128 * VPL), leave
+ * attn_merge_kernel's occupancy as it was. */
+template <typename T, int VPL, int SLOTS>
 __global__ void __launch_bounds__(32 * MERGE_WARPS) attn_merge_few_kernel(const float *ws_acc, const float2 *ws_ml, T *out,
                                                              int64_t rows, int nslots, int d)
 {
-    constexpr int SLOTS = MERGE_WIDE_SLOTS - 1;
+    static_assert(SLOTS <= 32, "a slot's (m, l) per lane");
     attn_grid_dependency_wait();
     const int lane = threadIdx.x & 31;
     const int64_t row = (int64_t)blockIdx.x * MERGE_WARPS + (threadIdx.x >> 5);
@@ -1176,12 +1178,13 @@ typedef void (*attn_kernel_fn)(const attn_params_t);
  * CUDA-core) body over P (address mode addr, P.kv set), grid from P's extents, and
  * the merge of nslots partials into out. setup_keysplit raises the dynamic
  * shared-memory limit of the instantiation a problem uses; ring picks the lean or
- * deep instantiation where there is one (attn_ring; deep: contiguous cache only); pdl
- * launches the merge as a programmatic dependent of the kernel before it in the stream
- * (Hopper only, that kernel a caller's that signals, attn_grid_dependents_go). */
+ * deep instantiation where there is one (attn_ring; deep: contiguous cache only);
+ * behind_dec_tiles: the merge behind bifurcated's wgmma context grid with decode tiles
+ * (Hopper only), launched as that grid's programmatic dependent (it signals,
+ * attn_grid_dependents_go), its rows of up to MERGE_FEW_MAX slots on the few-slot kernel. */
 cudaError_t attn_setup_keysplit(const problem_t *p, int addr, int ring);
 cudaError_t attn_launch_keysplit(const problem_t *p, int addr, const attn_params_t *P, cudaStream_t stream,
                                  int ring);
-cudaError_t attn_launch_merge(const problem_t *p, const attn_params_t *P, cudaStream_t stream, bool pdl);
+cudaError_t attn_launch_merge(const problem_t *p, const attn_params_t *P, cudaStream_t stream, bool behind_dec_tiles);
 
 #endif

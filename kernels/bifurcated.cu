@@ -577,8 +577,8 @@ static cudaError_t bif_launch(attn_args_t *a, cudaStream_t stream)
         if (err != cudaSuccess) return err;
     }
 
-    /* the merge behind the wgmma body (Hopper) is its programmatic dependent: set up while
-     * the context grid's last CTAs finish */
+    /* the merge behind the wgmma body with decode tiles (Hopper): its programmatic
+     * dependent, set up while the context grid's last CTAs finish (attn_launch_merge) */
     if (in_cta) return bif_folds_in_cta(p, &a->plan) ? cudaSuccess : attn_launch_merge(p, &P, stream, true);
 
     attn_params_t dp = P;
