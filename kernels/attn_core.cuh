@@ -888,7 +888,8 @@ __global__ void __launch_bounds__(ATTN_THREADS, ATTN_CC_MINB) attn_cc_kernel(con
  * output. Two passes so that the loads do not wait on each other: the lanes first find
  * the largest max and the weighted sum over the slots, then every slot's accumulator is
  * added with its weight exp(m_s - M) (lse_fold's two passes, split_plan.h, with the
- * slots spread over the lanes). A row of many slots (MERGE_WIDE_SLOTS or more) takes a
+ * slots spread over the lanes). A row of many slots (MERGE_WIDE_SLOTS or more; behind
+ * the decode-tile context grid more than MERGE_FEW_MAX, attn_launch_merge) takes a
  * CTA of four warps, each summing every fourth slot with 16-byte loads, combined
  * through shared memory: with one warp per row, a row of many slots (a context cut into
  * 128 splits under a single row tile, MQA at W = 4, 32k) was a chain of one warp's
@@ -899,8 +900,8 @@ __global__ void __launch_bounds__(ATTN_THREADS, ATTN_CC_MINB) attn_cc_kernel(con
 #define MERGE_WARPS 4
 #define MERGE_MAX_D 256
 /* Programmatic dependent launch (Hopper): a merge launched with it (attn_launch_merge's
- * behind_dec_tiles) is set up while the grid before it finishes, once every CTA of that grid has
- * signalled (attn_grid_dependents_go) or exited, and waits here for that grid's
+ * behind_dec_tiles) is set up while the grid before it finishes, once every CTA of that
+ * grid has signalled (attn_grid_dependents_go) or exited, and waits here for that grid's
  * completion and memory before it reads a partial. Launched without it, both are
  * no-ops. */
 __device__ __forceinline__ void attn_grid_dependency_wait()
