@@ -62,8 +62,8 @@
  * producer's thread needs 40). With decode tiles a fourth warpgroup computes them
  * (attn_wgmma_ctx_kernel: decode tiles): 512 threads at 128 each, and 224 for the
  * tensor-core warpgroups (their loop spills none; at 216 it spills 16 bytes), 24 for
- * the producer and 40 for the decode warpgroup (whose loop then spills 12 bytes,
- * 56 on a paged cache). */
+ * the producer and 40 for the decode warpgroup (the kernel then spills 4 bytes on a
+ * contiguous cache, 48 on a paged one, ptxas -v). */
 #define WG_PRODUCER_THREADS 128
 #define WG_MMA_REGS 232
 #define WG_PRODUCER_REGS 40

@@ -534,6 +534,7 @@ static cudaError_t bif_launch(attn_args_t *a, cudaStream_t stream)
     attn_params_t P = attn_params_base(a, s.nslots);
     bif_state_t *st = s.ctx_slots > 0 ? static_cast<bif_state_t *>(a->state) : NULL;
     const bool concurrent = bif_concurrent(p, &a->plan), in_cta = bif_dec_in_cta(&a->plan);
+    const bool fold = bif_folds_in_cta(p, &a->plan);
     if ((concurrent || in_cta) && !st) return cudaErrorInvalidValue;
     cudaStream_t dec_stream = concurrent ? st->side : stream;
     const bool split = concurrent && bif_split(&a->plan);
@@ -561,7 +562,7 @@ static cudaError_t bif_launch(attn_args_t *a, cudaStream_t stream)
         cp.key_end = bif_ctx_keys(p);
         cp.slot_base = 0;
         cp.dec_keys = in_cta ? bif_dec_keys(p) : 0;
-        cp.fold = bif_folds_in_cta(p, &a->plan);
+        cp.fold = fold;
         const int64_t ctas = attn_items(cp);
         if (ctas > INT_MAX) return cudaErrorInvalidConfiguration;
         if (wgmma) {
@@ -579,7 +580,7 @@ static cudaError_t bif_launch(attn_args_t *a, cudaStream_t stream)
 
     /* the merge behind the wgmma body with decode tiles (Hopper): its programmatic
      * dependent, set up while the context grid's last CTAs finish (attn_launch_merge) */
-    if (in_cta) return bif_folds_in_cta(p, &a->plan) ? cudaSuccess : attn_launch_merge(p, &P, stream, true);
+    if (in_cta) return fold ? cudaSuccess : attn_launch_merge(p, &P, stream, true);
 
     attn_params_t dp = P;
     dp.kv = paged ? a->kv : a->kv_dec;

@@ -148,28 +148,26 @@ static cudaError_t launch_merge_kernel(void (*fn)(Params...), unsigned ctas, cud
     return cudaLaunchKernelEx(&cfg, fn, args...);
 }
 template <typename T, int VPL>
-static cudaError_t merge_few_t(const attn_params_t *P, int few, int64_t rows, unsigned ctas, cudaStream_t stream,
+static cudaError_t merge_few_t(const attn_params_t *P, int few, int d, int64_t rows, unsigned ctas, cudaStream_t stream,
                                bool pdl)
 {
     T *out = static_cast<T *>(P->out);
-    const float *acc = P->ws_acc;
-    const float2 *ml = P->ws_ml;
-    const int d = P->geom.head_dim, n = P->nslots;
-    return few > MERGE_WIDE_SLOTS - 1
-               ? launch_merge_kernel(attn_merge_few_kernel<T, VPL, MERGE_FEW_MAX>, ctas, stream, pdl, acc, ml, out,
-                                     rows, n, d)
-               : launch_merge_kernel(attn_merge_few_kernel<T, VPL, MERGE_WIDE_SLOTS - 1>, ctas, stream, pdl, acc,
-                                     ml, out, rows, n, d);
+    if (few == MERGE_FEW_MAX)
+        return launch_merge_kernel(attn_merge_few_kernel<T, VPL, MERGE_FEW_MAX>, ctas, stream, pdl, P->ws_acc,
+                                   P->ws_ml, out, rows, P->nslots, d);
+    return launch_merge_kernel(attn_merge_few_kernel<T, VPL, MERGE_WIDE_SLOTS - 1>, ctas, stream, pdl, P->ws_acc,
+                               P->ws_ml, out, rows, P->nslots, d);
 }
 template <typename T>
 static cudaError_t merge_t(const problem_t *p, const attn_params_t *P, int few, int64_t rows, unsigned ctas,
                            cudaStream_t stream, bool pdl)
 {
+    const int d = p->head_dim;
     if (P->nslots > few)
-        return launch_merge_kernel(attn_merge_kernel<T>, ctas, stream, pdl, (const float *)P->ws_acc,
-                                   (const float2 *)P->ws_ml, static_cast<T *>(P->out), P->nslots, p->head_dim);
-    if (p->head_dim <= 128) return merge_few_t<T, 1>(P, few, rows, ctas, stream, pdl);
-    return merge_few_t<T, MERGE_MAX_D / 128>(P, few, rows, ctas, stream, pdl);
+        return launch_merge_kernel(attn_merge_kernel<T>, ctas, stream, pdl, P->ws_acc, P->ws_ml,
+                                   static_cast<T *>(P->out), P->nslots, d);
+    if (d <= 128) return merge_few_t<T, 1>(P, few, d, rows, ctas, stream, pdl);
+    return merge_few_t<T, MERGE_MAX_D / 128>(P, few, d, rows, ctas, stream, pdl);
 }
 
 /* Rows of up to MERGE_WIDE_SLOTS - 1 slots take the few-slot kernel, and behind the
