@@ -65,6 +65,24 @@
 #define ATTN_LOG2E 1.4426950408889634f
 #define ATTN_LN2 0.6931471805599453f
 
+/* Programmatic dependent launch (Hopper): a merge launched with it (attn_launch_merge's
+ * pdl) is set up while the grid before it finishes, once every CTA of that grid has
+ * signalled (attn_grid_dependents_go) or exited, and waits here for that grid's
+ * completion and memory before it reads a partial. Launched without it, both are
+ * no-ops. */
+__device__ __forceinline__ void attn_grid_dependency_wait()
+{
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    asm volatile("griddepcontrol.wait;\n" ::: "memory");
+#endif
+}
+__device__ __forceinline__ void attn_grid_dependents_go()
+{
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    asm volatile("griddepcontrol.launch_dependents;\n" ::: "memory");
+#endif
+}
+
 /* How a key position becomes the offset of its K row (the V row is vstride further). */
 enum { ADDR_CONTIG = 0, ADDR_PAGED = 1, ADDR_CTX = 2, ADDR_DEC = 3 };
 
@@ -494,6 +512,9 @@ attn_tc_kernel(const attn_params_t P)
     const cta_coord c = cta_decompose(P);
     const T *kv = static_cast<const T *>(P.kv);
     const int ntiles = c.k_hi > c.k_lo ? (c.k_hi - c.k_lo + S::KT - 1) / S::KT : 0;
+    /* the merge behind this grid (attn_launch_merge) may be set up once every CTA has
+     * begun: it waits for this grid's end before it reads a partial */
+    attn_grid_dependents_go();
 
     /* Row index (offset / D) of key row `row` of tile j, NO_ROW past the end, from the
      * row's reference (tile_row_ref; kv_row_ref says why two steps). */
@@ -804,6 +825,7 @@ __global__ void __launch_bounds__(ATTN_THREADS, ATTN_CC_MINB) attn_cc_kernel(con
     const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
     const cta_coord c = cta_decompose(P);
     const T *kv = static_cast<const T *>(P.kv);
+    attn_grid_dependents_go(); /* (attn_tc_kernel says why) */
 
     for (int i = tid; i < R * d; i += ATTN_THREADS) {
         int r = i / d, x = i - r * d, stream, head;
@@ -888,34 +910,15 @@ __global__ void __launch_bounds__(ATTN_THREADS, ATTN_CC_MINB) attn_cc_kernel(con
  * output. Two passes so that the loads do not wait on each other: the lanes first find
  * the largest max and the weighted sum over the slots, then every slot's accumulator is
  * added with its weight exp(m_s - M) (lse_fold's two passes, split_plan.h, with the
- * slots spread over the lanes). A row of many slots (MERGE_WIDE_SLOTS or more; behind
- * the decode-tile context grid more than MERGE_FEW_MAX, attn_launch_merge) takes a
+ * slots spread over the lanes). A row of more than MERGE_FEW_MAX slots takes a
  * CTA of four warps, each summing every fourth slot with 16-byte loads, combined
  * through shared memory: with one warp per row, a row of many slots (a context cut into
  * 128 splits under a single row tile, MQA at W = 4, 32k) was a chain of one warp's
  * loads over its 66 KB of partials. Rows of fewer slots take attn_merge_few_kernel.
  * d is a multiple of 8, at most 256. */
-#define MERGE_WIDE_SLOTS 8
 #define MERGE_FEW_MAX 15 /* the most slots attn_merge_few_kernel takes (attn_launch_merge) */
 #define MERGE_WARPS 4
 #define MERGE_MAX_D 256
-/* Programmatic dependent launch (Hopper): a merge launched with it (attn_launch_merge's
- * behind_dec_tiles) is set up while the grid before it finishes, once every CTA of that
- * grid has signalled (attn_grid_dependents_go) or exited, and waits here for that grid's
- * completion and memory before it reads a partial. Launched without it, both are
- * no-ops. */
-__device__ __forceinline__ void attn_grid_dependency_wait()
-{
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-    asm volatile("griddepcontrol.wait;\n" ::: "memory");
-#endif
-}
-__device__ __forceinline__ void attn_grid_dependents_go()
-{
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-    asm volatile("griddepcontrol.launch_dependents;\n" ::: "memory");
-#endif
-}
 __device__ __forceinline__ void axpy4(float4 &a, float w, const float4 &v)
 {
     a.x += w * v.x;
@@ -978,17 +981,17 @@ __global__ void __launch_bounds__(32 * MERGE_WARPS) attn_merge_kernel(const floa
     }
 }
 
-/* A row of at most SLOTS slots (the common case: a split or two of the context and a
- * decode tile or two; SLOTS is MERGE_WIDE_SLOTS - 1 or MERGE_FEW_MAX, attn_launch_merge
- * says where), one warp per row and MERGE_WARPS rows per CTA: every load of the row at
- * once, its slots' (m, l) one per lane and their accumulators, folded after one round
- * trip. (In attn_merge_kernel the second pass's loads wait for the first's.) A kernel of
+/* A row of at most MERGE_FEW_MAX slots (the common case: a split or two of the context
+ * and a decode tile or two), one warp per row and MERGE_WARPS rows per CTA: every load
+ * of the row at once, its slots' (m, l) one per lane and their accumulators, folded
+ * after one round trip. (In attn_merge_kernel the second pass's loads wait for the first's.) A kernel of
  * its own, so that its registers, a float4 per slot and per VPL (d <= 128 * VPL), leave
  * attn_merge_kernel's occupancy as it was. */
-template <typename T, int VPL, int SLOTS>
+template <typename T, int VPL>
 __global__ void __launch_bounds__(32 * MERGE_WARPS) attn_merge_few_kernel(const float *ws_acc, const float2 *ws_ml, T *out,
                                                              int64_t rows, int nslots, int d)
 {
+    constexpr int SLOTS = MERGE_FEW_MAX;
     static_assert(SLOTS <= 32, "a slot's (m, l) per lane");
     attn_grid_dependency_wait();
     const int lane = threadIdx.x & 31;
@@ -1180,12 +1183,12 @@ typedef void (*attn_kernel_fn)(const attn_params_t);
  * the merge of nslots partials into out. setup_keysplit raises the dynamic
  * shared-memory limit of the instantiation a problem uses; ring picks the lean or
  * deep instantiation where there is one (attn_ring; deep: contiguous cache only);
- * behind_dec_tiles: the merge behind bifurcated's wgmma context grid with decode tiles
- * (Hopper only), launched as that grid's programmatic dependent (it signals,
- * attn_grid_dependents_go), its rows of up to MERGE_FEW_MAX slots on the few-slot kernel. */
+ * pdl: the merge is launched as the programmatic dependent of the grid just before it
+ * on the stream (every grid that writes partials signals, attn_grid_dependents_go),
+ * not where the stream waits on an event in between. */
 cudaError_t attn_setup_keysplit(const problem_t *p, int addr, int ring);
 cudaError_t attn_launch_keysplit(const problem_t *p, int addr, const attn_params_t *P, cudaStream_t stream,
                                  int ring);
-cudaError_t attn_launch_merge(const problem_t *p, const attn_params_t *P, cudaStream_t stream, bool behind_dec_tiles);
+cudaError_t attn_launch_merge(const problem_t *p, const attn_params_t *P, cudaStream_t stream, bool pdl);
 
 #endif

@@ -612,7 +612,8 @@ static cudaError_t bif_launch(attn_args_t *a, cudaStream_t stream)
         if (err == cudaSuccess) err = cudaStreamWaitEvent(stream, st->join, 0);
     }
     if (err != cudaSuccess || s.nslots == 1 || tail_merge) return err;
-    return attn_launch_merge(p, &P, stream, false);
+    /* behind the decode part's grid on this stream, or behind the join */
+    return attn_launch_merge(p, &P, stream, !concurrent);
 }
 
 extern "C" const attn_kernel_t kernel_bifurcated = {

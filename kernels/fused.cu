@@ -130,9 +130,13 @@ cudaError_t attn_launch_keysplit(const problem_t *p, int addr, const attn_params
     return cudaGetLastError();
 }
 
-/* The merge: a CTA of attn_merge_kernel per row (wide), or one warp of
- * attn_merge_few_kernel per row, MERGE_WARPS rows a CTA, for rows of at most `few`
- * slots. */
+/* The merge: a CTA of attn_merge_kernel per row for rows of more than MERGE_FEW_MAX
+ * slots, else one warp of attn_merge_few_kernel per row, MERGE_WARPS rows a CTA: every
+ * load of the row in one round trip (a context in 8 splits and a decode tile, GQA
+ * W = 64 behind bifurcated's decode-tile grid, took 4-7% off the step on an H100 against
+ * the two-pass kernel; results/h100/merge-few-15/). With pdl, the programmatic dependent
+ * of the grid before it: set up while that grid's last CTAs run, it saves the launch gap
+ * between the two. */
 template <typename... Params, typename... Args>
 static cudaError_t launch_merge_kernel(void (*fn)(Params...), unsigned ctas, cudaStream_t stream, bool pdl, Args... args)
 {
@@ -147,46 +151,30 @@ static cudaError_t launch_merge_kernel(void (*fn)(Params...), unsigned ctas, cud
     cfg.numAttrs = pdl ? 1 : 0;
     return cudaLaunchKernelEx(&cfg, fn, args...);
 }
-template <typename T, int VPL>
-static cudaError_t merge_few_t(const attn_params_t *P, int few, int d, int64_t rows, unsigned ctas, cudaStream_t stream,
-                               bool pdl)
-{
-    T *out = static_cast<T *>(P->out);
-    if (few == MERGE_FEW_MAX)
-        return launch_merge_kernel(attn_merge_few_kernel<T, VPL, MERGE_FEW_MAX>, ctas, stream, pdl, P->ws_acc,
-                                   P->ws_ml, out, rows, P->nslots, d);
-    return launch_merge_kernel(attn_merge_few_kernel<T, VPL, MERGE_WIDE_SLOTS - 1>, ctas, stream, pdl, P->ws_acc,
-                               P->ws_ml, out, rows, P->nslots, d);
-}
 template <typename T>
-static cudaError_t merge_t(const problem_t *p, const attn_params_t *P, int few, int64_t rows, unsigned ctas,
-                           cudaStream_t stream, bool pdl)
+static cudaError_t merge_t(const problem_t *p, const attn_params_t *P, int64_t rows, unsigned ctas, cudaStream_t stream,
+                           bool pdl)
 {
     const int d = p->head_dim;
-    if (P->nslots > few)
-        return launch_merge_kernel(attn_merge_kernel<T>, ctas, stream, pdl, P->ws_acc, P->ws_ml,
-                                   static_cast<T *>(P->out), P->nslots, d);
-    if (d <= 128) return merge_few_t<T, 1>(P, few, d, rows, ctas, stream, pdl);
-    return merge_few_t<T, MERGE_MAX_D / 128>(P, few, d, rows, ctas, stream, pdl);
+    T *out = static_cast<T *>(P->out);
+    if (P->nslots > MERGE_FEW_MAX)
+        return launch_merge_kernel(attn_merge_kernel<T>, ctas, stream, pdl, P->ws_acc, P->ws_ml, out, P->nslots, d);
+    if (d <= 128)
+        return launch_merge_kernel(attn_merge_few_kernel<T, 1>, ctas, stream, pdl, P->ws_acc, P->ws_ml,
+                                   out, rows, P->nslots, d);
+    return launch_merge_kernel(attn_merge_few_kernel<T, MERGE_MAX_D / 128>, ctas, stream, pdl,
+                               P->ws_acc, P->ws_ml, out, rows, P->nslots, d);
 }
 
-/* Rows of up to MERGE_WIDE_SLOTS - 1 slots take the few-slot kernel, and behind the
- * decode-tile context grid rows of up to MERGE_FEW_MAX: there a context in 8 splits and
- * a decode tile (9 slots, GQA W = 64) took 4-7% off the step on an H100
- * (results/h100/merge-few-15/). Elsewhere the threshold stays at 8, where auto's model and
- * the sweeps it replays were fitted: on fused's MQA W = 16 at 8k (15 splits) the 15-slot
- * kernel took 4-5% off, and that row's pick is the paged near-tie (tests/test_auto.c). */
-cudaError_t attn_launch_merge(const problem_t *p, const attn_params_t *P, cudaStream_t stream, bool behind_dec_tiles)
+cudaError_t attn_launch_merge(const problem_t *p, const attn_params_t *P, cudaStream_t stream, bool pdl)
 {
     const int64_t rows = (int64_t)problem_streams(p) * p->heads;
-    const int few = behind_dec_tiles ? MERGE_FEW_MAX : MERGE_WIDE_SLOTS - 1;
-    const bool wide = P->nslots > few;
-    const int64_t ctas = wide ? rows : (rows + MERGE_WARPS - 1) / MERGE_WARPS;
+    const int64_t ctas = P->nslots > MERGE_FEW_MAX ? rows : (rows + MERGE_WARPS - 1) / MERGE_WARPS;
     if (ctas > INT_MAX || p->head_dim > MERGE_MAX_D) return cudaErrorInvalidConfiguration;
     switch (p->dtype) {
-    case DTYPE_FP16: return merge_t<__half>(p, P, few, rows, (unsigned)ctas, stream, behind_dec_tiles);
-    case DTYPE_BF16: return merge_t<__nv_bfloat16>(p, P, few, rows, (unsigned)ctas, stream, behind_dec_tiles);
-    default: return merge_t<float>(p, P, few, rows, (unsigned)ctas, stream, behind_dec_tiles);
+    case DTYPE_FP16: return merge_t<__half>(p, P, rows, (unsigned)ctas, stream, pdl);
+    case DTYPE_BF16: return merge_t<__nv_bfloat16>(p, P, rows, (unsigned)ctas, stream, pdl);
+    default: return merge_t<float>(p, P, rows, (unsigned)ctas, stream, pdl);
     }
 }
 
@@ -336,7 +324,7 @@ static cudaError_t fused_launch(attn_args_t *a, cudaStream_t stream)
         P.counters = reinterpret_cast<unsigned int *>(static_cast<char *>(a->workspace) +
                                                       fused_counters_offset(p, &a->plan));
     cudaError_t e = attn_launch_keysplit(p, addr, &P, stream, fused_ring(&a->plan));
-    if (e == cudaSuccess && merge_launch) e = attn_launch_merge(p, &P, stream, false);
+    if (e == cudaSuccess && merge_launch) e = attn_launch_merge(p, &P, stream, true);
     return e;
 }
 
