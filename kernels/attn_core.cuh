@@ -907,17 +907,19 @@ __global__ void __launch_bounds__(ATTN_THREADS, ATTN_CC_MINB) attn_cc_kernel(con
 /* ---------------------------------------------------------------- merge */
 
 /* Folds the nslots partials of each (stream, query head) row and writes the normalised
- * output. Two passes so that the loads do not wait on each other: the lanes first find
- * the largest max and the weighted sum over the slots, then every slot's accumulator is
- * added with its weight exp(m_s - M) (lse_fold's two passes, split_plan.h, with the
- * slots spread over the lanes). A row of more than MERGE_FEW_MAX slots takes a
- * CTA of four warps, each summing every fourth slot with 16-byte loads, combined
- * through shared memory: with one warp per row, a row of many slots (a context cut into
- * 128 splits under a single row tile, MQA at W = 4, 32k) was a chain of one warp's
- * loads over its 66 KB of partials. Rows of fewer slots take attn_merge_few_kernel.
- * d is a multiple of 8, at most 256. */
+ * output (lse_fold, split_plan.h, with the slots spread over lanes and warps). A row of
+ * more than MERGE_FEW_MAX slots takes a CTA of four warps, each folding every fourth
+ * slot, MERGE_BATCH of them a round: a round's (m, l) (a lane each) and accumulators
+ * (16-byte loads) are loaded at once, then folded into the warp's running (M, L, acc),
+ * rescaled by exp(M_old - M_new); the four warps' states are combined through shared
+ * memory. A row of up to 4 * MERGE_BATCH slots (a context in 32 splits and a decode
+ * tile) is one round trip: the two-pass form before it, which read every slot's max
+ * before any accumulator, took 8.7 us to fold MQA W = 16, 8k's 512 rows of 33 slots on
+ * an H100, a third of the step. Rows of fewer slots take attn_merge_few_kernel, a warp
+ * per row. d is a multiple of 8, at most 256. */
 #define MERGE_FEW_MAX 15 /* the most slots attn_merge_few_kernel takes (attn_launch_merge) */
 #define MERGE_WARPS 4
+#define MERGE_BATCH 8
 #define MERGE_MAX_D 256
 __device__ __forceinline__ void axpy4(float4 &a, float w, const float4 &v)
 {
@@ -930,54 +932,84 @@ template <typename T>
 __global__ void __launch_bounds__(32 * MERGE_WARPS) attn_merge_kernel(const float *ws_acc, const float2 *ws_ml, T *out,
                                                                       int nslots, int d)
 {
+    enum { VPL = MERGE_MAX_D / 128 }; /* float4s per lane */
     __shared__ __align__(16) float part_acc[MERGE_WARPS][MERGE_MAX_D];
+    __shared__ float2 part_ml[MERGE_WARPS];
     attn_grid_dependency_wait();
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
     const int64_t row = blockIdx.x;
-    const float2 *ml = ws_ml + row * nslots;
-    /* every warp of the row finds M and L itself: 8 bytes a slot */
-    float M = -INFINITY;
-    for (int s = lane; s < nslots; s += 32) M = fmaxf(M, __ldcg(&ml[s].x));
-#pragma unroll
-    for (int o = 16; o > 0; o >>= 1) M = fmaxf(M, __shfl_xor_sync(0xffffffffu, M, o));
-    float L = 0.f;
-    for (int s = lane; s < nslots; s += 32) {
-        float2 v = __ldcg(&ml[s]);
-        if (v.x != -INFINITY) L += v.y * expf(v.x - M);
-    }
-#pragma unroll
-    for (int o = 16; o > 0; o >>= 1) L += __shfl_xor_sync(0xffffffffu, L, o);
-    enum { VPL = MERGE_MAX_D / 128 }; /* float4s per lane */
+    float M = -INFINITY, L = 0.f;
     float4 acc[VPL];
 #pragma unroll
     for (int i = 0; i < VPL; ++i) acc[i] = make_float4(0.f, 0.f, 0.f, 0.f);
-    if (M != -INFINITY) {
-#pragma unroll 4
-        for (int s = warp; s < nslots; s += MERGE_WARPS) {
-            const float m = __ldcg(&ml[s].x);
-            const float w = m == -INFINITY ? 0.f : expf(m - M);
-            const float *part = ws_acc + (row * nslots + s) * d;
+    for (int s0 = warp; s0 < nslots; s0 += MERGE_WARPS * MERGE_BATCH) {
+        /* this round's slots s0 + MERGE_WARPS * b, b < MERGE_BATCH; lane b holds slot b's (m, l) */
+        const int sl = s0 + MERGE_WARPS * lane;
+        const float2 v = lane < MERGE_BATCH && sl < nslots ? __ldcg(&ws_ml[row * nslots + sl])
+                                                           : make_float2(-INFINITY, 0.f);
+        float4 part[MERGE_BATCH][VPL];
+#pragma unroll
+        for (int b = 0; b < MERGE_BATCH; ++b)
 #pragma unroll
             for (int i = 0; i < VPL; ++i) {
-                const int x = 4 * lane + 128 * i;
-                if (x < d) axpy4(acc[i], w, __ldcg(reinterpret_cast<const float4 *>(part + x)));
+                const int s = s0 + MERGE_WARPS * b, x = 4 * lane + 128 * i;
+                part[b][i] = s < nslots && x < d
+                                 ? __ldcg(reinterpret_cast<const float4 *>(ws_acc + (row * nslots + s) * d + x))
+                                 : make_float4(0.f, 0.f, 0.f, 0.f);
             }
+        float Mn = fmaxf(M, v.x);
+#pragma unroll
+        for (int o = 16; o > 0; o >>= 1) Mn = fmaxf(Mn, __shfl_xor_sync(0xffffffffu, Mn, o));
+        if (Mn == -INFINITY) continue; /* no keys in any slot yet (the same in the whole warp) */
+        const float scale = M == -INFINITY ? 0.f : expf(M - Mn);
+        const float w_lane = v.x == -INFINITY ? 0.f : expf(v.x - Mn); /* the weight of slot b = lane */
+        float l = v.y * w_lane;
+#pragma unroll
+        for (int o = 16; o > 0; o >>= 1) l += __shfl_xor_sync(0xffffffffu, l, o);
+        L = L * scale + l;
+#pragma unroll
+        for (int i = 0; i < VPL; ++i) {
+            acc[i].x *= scale;
+            acc[i].y *= scale;
+            acc[i].z *= scale;
+            acc[i].w *= scale;
         }
+#pragma unroll
+        for (int b = 0; b < MERGE_BATCH; ++b) {
+            const float w = __shfl_sync(0xffffffffu, w_lane, b);
+            if (w == 0.f) continue;
+#pragma unroll
+            for (int i = 0; i < VPL; ++i) axpy4(acc[i], w, part[b][i]);
+        }
+        M = Mn;
     }
 #pragma unroll
     for (int i = 0; i < VPL; ++i) {
         const int x = 4 * lane + 128 * i;
         if (x < d) *reinterpret_cast<float4 *>(&part_acc[warp][x]) = acc[i];
     }
+    if (lane == 0) part_ml[warp] = make_float2(M, L);
     __syncthreads();
     if (warp != 0) return;
-    const float inv = L > 0.f ? 1.f / L : 0.f;
+    float Mt = -INFINITY;
+#pragma unroll
+    for (int j = 0; j < MERGE_WARPS; ++j) Mt = fmaxf(Mt, part_ml[j].x);
+    float c[MERGE_WARPS], Lt = 0.f;
+#pragma unroll
+    for (int j = 0; j < MERGE_WARPS; ++j) {
+        c[j] = part_ml[j].x == -INFINITY ? 0.f : expf(part_ml[j].x - Mt);
+        Lt += c[j] * part_ml[j].y;
+    }
+    const float inv = Lt > 0.f ? 1.f / Lt : 0.f;
 #pragma unroll
     for (int i = 0; i < VPL; ++i) {
         const int x = 4 * lane + 128 * i;
         if (x >= d) continue;
-        for (int j = 1; j < MERGE_WARPS; ++j) axpy4(acc[i], 1.f, *reinterpret_cast<const float4 *>(&part_acc[j][x]));
-        store4(out + row * d + x, acc[i].x * inv, acc[i].y * inv, acc[i].z * inv, acc[i].w * inv);
+        float4 o = make_float4(0.f, 0.f, 0.f, 0.f);
+#pragma unroll
+        for (int j = 0; j < MERGE_WARPS; ++j)
+            if (c[j] != 0.f) axpy4(o, c[j], *reinterpret_cast<const float4 *>(&part_acc[j][x]));
+        store4(out + row * d + x, o.x * inv, o.y * inv, o.z * inv, o.w * inv);
     }
 }
 
