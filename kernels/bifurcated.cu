@@ -309,14 +309,24 @@ static void bif_plan(const problem_t *p, const device_info_t *dev, attn_plan_t *
     const bool wide = wgmma && bif_wide_fits(p, dev);
     long ctx_items = (long)p->batch * p->kv_heads * bif_ctx_row_tiles(p, wgmma);
     long dec_items = (long)problem_streams(p) * p->kv_heads * bif_dec_row_tiles(p);
-    plan->split = ck > 0 ? attn_split(p, dev, ctx_items, ck, wgmma ? 1 : attn_ctas_per_sm(p, false, dev),
+    const bool in_cta = ck > 0 && wide && bif_dec_streamable(p);
+    const split_plan_t dec = attn_split(p, dev, dec_items, bif_dec_keys(p), attn_ctas_per_sm(p, true, dev));
+    /* A wide context CTA takes its SM's shared memory, so the decode part beside it on
+     * the second stream (MQA-like groups) finds room only on the SMs the context grid
+     * leaves: where its CTAs are few, the context splits fill the others. Filling every
+     * SM instead held the decode part back until context CTAs finished: MQA at 8k on an
+     * H100, W = 16 took 29.1 us with 32 splits (128 CTAs beside 16 decode CTAs) and
+     * 23.5 with 22; W = 8 at 16k 24.4-28.3 with 64 splits, 24.7 with 43
+     * (results/h100/ctx-room/). */
+    device_info_t room = *dev;
+    const long dec_ctas = dec_items * dec.splits;
+    if (wide && !in_cta && dec_ctas < dev->sm_count / 2) room.sm_count = dev->sm_count - (int)dec_ctas;
+    plan->split = ck > 0 ? attn_split(p, &room, ctx_items, ck, wgmma ? 1 : attn_ctas_per_sm(p, false, dev),
                                       wide ? WG_KT_WIDE : ATTN_KEY_TILE)
                          : split_plan_fixed(1, 1, ATTN_KEY_TILE);
     if (wgmma && p->splits == 0 && plan->split.splits > BIF_WGMMA_MAX_SPLITS)
         plan->split = split_plan_fixed(ck, BIF_WGMMA_MAX_SPLITS, wide ? WG_KT_WIDE : ATTN_KEY_TILE);
-    const bool in_cta = ck > 0 && wide && bif_dec_streamable(p);
-    plan->variant = attn_split(p, dev, dec_items, bif_dec_keys(p), attn_ctas_per_sm(p, true, dev)).chunk |
-                    (wgmma ? BIF_WGMMA : 0) | (wide ? BIF_WIDE : 0) | (in_cta ? BIF_DEC_IN_CTA : 0);
+    plan->variant = dec.chunk | (wgmma ? BIF_WGMMA : 0) | (wide ? BIF_WIDE : 0) | (in_cta ? BIF_DEC_IN_CTA : 0);
     plan->ctx_sms = wgmma && ck > 0 && !in_cta ? bif_ctx_sms(p, dev, ctx_items * plan->split.splits, wide) : 0;
 }
 

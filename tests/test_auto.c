@@ -498,6 +498,26 @@ static void test_two_streams_of_gqa_at_8k_bifurcate_on_the_h100(void **state)
     assert_string_equal(picks(shape(1, 8, 8192)), "fused");
 }
 
+/* Beside the wide context body (its CTA takes an SM's shared memory), MQA's decode
+ * part on the second stream runs on the SMs the context grid leaves: the context
+ * splits leave an SM for every decode CTA (one per stream at gen = 128). */
+static void test_mqa_context_splits_leave_room_for_the_decode_part(void **state)
+{
+    (void)state;
+    device_info_t dev = h100();
+    const int beams[] = {8, 16, 32, 64}, ctxs[] = {8192, 16384, 32768};
+    for (int i = 0; i < 4; ++i)
+        for (int j = 0; j < 3; ++j) {
+            problem_t p = shape(beams[i], 1, ctxs[j]);
+            attn_plan_t f, b;
+            plan_both(&p, &dev, &f, &b);
+            const int row_tiles = (beams[i] * p.heads + 127) / 128;
+            assert_true(row_tiles * b.split.splits + beams[i] <= dev.sm_count);
+            assert_true(b.split.splits >= 2); /* and still fill most of them */
+            assert_true(row_tiles * b.split.splits + beams[i] > dev.sm_count / 2);
+        }
+}
+
 static void test_model_terms(void **state)
 {
     (void)state;
@@ -563,6 +583,7 @@ int main(void)
         cmocka_unit_test(test_merge_launch_has_a_fixed_cost),
         cmocka_unit_test(test_picks_on_the_committed_sweeps),
         cmocka_unit_test(test_two_streams_of_gqa_at_8k_bifurcate_on_the_h100),
+        cmocka_unit_test(test_mqa_context_splits_leave_room_for_the_decode_part),
         cmocka_unit_test(test_paged_shared_prefix_is_bifurcated),
         cmocka_unit_test(test_paged_rereads_come_from_l2),
         cmocka_unit_test(test_paged_rereads_below_the_measured_l2_rate),
