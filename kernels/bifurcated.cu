@@ -300,6 +300,7 @@ static int bif_ctx_sms(const problem_t *p, const device_info_t *dev, long items,
  * (contiguous) and 30.1 -> 27.1 (paged); W = 4, 33.3 -> 31.4 and 33.6 -> 31.9. With two
  * items or more the planner stays at or below it. */
 #define BIF_WGMMA_MAX_SPLITS 64
+#define BIF_DEC_ROOM_US 5.0 /* (bif_plan) */
 
 static void bif_plan(const problem_t *p, const device_info_t *dev, attn_plan_t *plan)
 {
@@ -313,14 +314,19 @@ static void bif_plan(const problem_t *p, const device_info_t *dev, attn_plan_t *
     const split_plan_t dec = attn_split(p, dev, dec_items, bif_dec_keys(p), attn_ctas_per_sm(p, true, dev));
     /* A wide context CTA takes its SM's shared memory, so the decode part beside it on
      * the second stream (MQA-like groups) finds room only on the SMs the context grid
-     * leaves: where its CTAs are few, the context splits fill the others. Filling every
-     * SM instead held the decode part back until context CTAs finished: MQA at 8k on an
-     * H100, W = 16 took 29.1 us with 32 splits (128 CTAs beside 16 decode CTAs) and
-     * 23.5 with 22; W = 8 at 16k 24.4-28.3 with 64 splits, 24.7 with 43
-     * (results/h100/ctx-room/). */
+     * leaves, or waits for context CTAs to finish. Where its D CTAs are few, the context
+     * splits fill the other S - D SMs: worth it while what that costs the context part,
+     * its tensor-core time at the measured peak times D / (S - D), stays below
+     * BIF_DEC_ROOM_US, about what a decode CTA takes. On an H100 (results/h100/ctx-room/),
+     * MQA W = 16 at 8k took 23.0-25.0 us with room (22 splits) against 30.1-32.1 without
+     * (32 splits, 128 CTAs beside 16 decode CTAs), W = 32 at 16k 35.1-35.3 against
+     * 39.3-40.2 (a cost of 3.7 us); at a cost of 7.3 us and more room was slower: W = 32
+     * at 32k by 5-10%, W = 64 at 8k-32k by 3-49%. */
     device_info_t room = *dev;
     const long dec_ctas = dec_items * dec.splits;
-    if (wide && !in_cta && dec_ctas < dev->sm_count / 2) room.sm_count = dev->sm_count - (int)dec_ctas;
+    if (wide && !in_cta && dec_ctas < dev->sm_count &&
+        bif_ctx_flop_us(p, dev) * dec_ctas / (dev->sm_count - dec_ctas) < BIF_DEC_ROOM_US)
+        room.sm_count = dev->sm_count - (int)dec_ctas;
     plan->split = ck > 0 ? attn_split(p, &room, ctx_items, ck, wgmma ? 1 : attn_ctas_per_sm(p, false, dev),
                                       wide ? WG_KT_WIDE : ATTN_KEY_TILE)
                          : split_plan_fixed(1, 1, ATTN_KEY_TILE);
