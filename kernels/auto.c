@@ -36,31 +36,27 @@
  * (0.055-0.09 us) that picks within 5% on both GPUs' sweeps at 5bd0b88, contiguous and
  * paged, where the 4.9% of the paged MQA row W = 4, 16k at 0.07 and more is least
  * (without it the H100's MQA row W = 2, 32k ran fused, 11.5% slower). FUSED_MERGE_LAUNCH_US
- * picks within 5% on the four committed sweeps (the H100's at 3862a14, the H200's at
- * 318d53c; `attnbench` peaks of each sweep's log) from 1.7 to 1.85 us, and 1.8 is the
- * one value of that range that also places the H100's sweeps at 61d0c93
- * (results/h100/dec-warpgroup/grid-61d0c93-*), a window narrower than the runs' noise
- * (1.6-1.8 us on the four at 318d53c): below it the H100's paged MQA row W = 8, 8k runs
- * fused, 6.3-6.7% slower (23.9 against 22.5 us at 61d0c93, whose sweep read L2 at 7269
- * GB/s where 318d53c's read 6325, which cheapens fused's re-reads; without the launch's
- * cost at all the H200's ran fused, 6.4% slower, at d322f67); from about 1.85 us the
- * H100's contiguous MQA row W = 4, 8k picks bifurcated, 4.7-6.2% slower there (22.1
- * against 20.8 at 61d0c93) and 7.4% at 006205c, and from 2.6 the H200's, 5.9% slower.
- * The model sums bifurcated's fixed cost and its context FLOPs, so it prices MQA's W = 8
- * about 3 us above W = 4 where the two measure alike: the crossing of these rows is the
- * model's, not the kernels'. Until 318d53c's faster bifurcated body no value placed both
- * H100 rows (1.2-1.6 us at d322f67, the paged row a known miss of the tests). FUSED_L2_EFFICIENCY is
+ * is the merge launch itself, since 36344a7 a programmatic dependent of the split grid
+ * (1.2-1.8 us less than the launch behind it before, results/h100/merge-pdl/): 0.5 is the
+ * middle of the range (0.4-0.6 us) that picks within 5% on the four committed sweeps (the
+ * H100's at 54ea9d4, the H200's at 36344a7, but the row tests/test_auto.c names): below
+ * it the H200's paged MQA row W = 1, 32k runs fused, 7.3% slower (25.2 against 23.5 us),
+ * from 0.7 the H100's contiguous MQA row W = 1, 32k bifurcated, 8.6% slower (22.7 against
+ * 20.9). The model sums bifurcated's fixed cost and its context FLOPs, so it prices MQA's
+ * W = 8 about 3 us above W = 4 where the two measure closer: the crossings near there are
+ * the model's, not the kernels'; at 1.8 us, before the dependent launch, no value placed
+ * every row of the H100's sweeps (two known misses of the tests until 54ea9d4). FUSED_L2_EFFICIENCY is
  * the middle of the range (0.93-0.95) that picks within 5% on the three paged sweeps at
  * hand (H200 at 3046cbe and 088af40, H100 at 3046cbe): fused's streams re-read the shared
  * blocks at about 7.45 TB/s on an H200 whose `peak` read 8045 from L2 (MHA, W = 2 and
  * 4, 8k-32k), and at the full rate the H200's MHA row W = 2, 16k predicted fused 78.3 us
  * and bifurcated 80.6, and ran fused, 6.8-8.6% slower (84.4 against 79.0 us). Bifurcation wins once
  * the context traffic it saves, (W - 1) * B * m_c rows of K/V, outweighs its fixed
- * cost. With W = 1 it saves nothing, and is weighed all the same: on Hopper at
- * d = 128 its wgmma context body reads an MQA group's K/V faster than `fused` does
- * (MQA, W = 1, 32k: 25.1 against 26.5 us on the H100's contiguous sweep at 54d1e29,
- * 23.5 against 26.6 on the H200's paged one), and the model, whose constants pick within
- * 5% on every row of the four sweeps at W = 1 as elsewhere, picks it there. */
+ * cost. With W = 1 it saves nothing, and is weighed all the same:
+ * on Hopper at d = 128 its wgmma context body reads an MQA group's K/V about as fast as
+ * `fused` does, either way round (MQA, W = 1, 32k: 22.7 against 20.9 us on the H100's
+ * contiguous sweep at 54ea9d4, 23.5 against 25.2 on the H200's paged one at 36344a7),
+ * and the model's constants place those rows too. */
 #include <stddef.h>
 #include "auto.h"
 
