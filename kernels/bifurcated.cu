@@ -322,12 +322,16 @@ static void bif_plan(const problem_t *p, const device_info_t *dev, attn_plan_t *
      * (32 splits, 128 CTAs beside 16 decode CTAs), W = 32 at 16k 35.1-35.3 against
      * 39.3-40.2 (a cost of 3.7 us); at a cost of 7.3 us and more room was slower: W = 32
      * at 32k by 5-10%, W = 64 at 8k-32k by 3-49%. */
-    device_info_t room = *dev;
+    device_info_t room;
+    const device_info_t *ctx_dev = dev;
     const long dec_ctas = dec_items * dec.splits;
     if (wide && !in_cta && dec_ctas < dev->sm_count &&
-        bif_ctx_flop_us(p, dev) * dec_ctas / (dev->sm_count - dec_ctas) < BIF_DEC_ROOM_US)
+        bif_ctx_flop_us(p, dev) * dec_ctas / (dev->sm_count - dec_ctas) < BIF_DEC_ROOM_US) {
+        room = *dev;
         room.sm_count = dev->sm_count - (int)dec_ctas;
-    plan->split = ck > 0 ? attn_split(p, &room, ctx_items, ck, wgmma ? 1 : attn_ctas_per_sm(p, false, dev),
+        ctx_dev = &room;
+    }
+    plan->split = ck > 0 ? attn_split(p, ctx_dev, ctx_items, ck, wgmma ? 1 : attn_ctas_per_sm(p, false, dev),
                                       wide ? WG_KT_WIDE : ATTN_KEY_TILE)
                          : split_plan_fixed(1, 1, ATTN_KEY_TILE);
     if (wgmma && p->splits == 0 && plan->split.splits > BIF_WGMMA_MAX_SPLITS)
