@@ -913,10 +913,11 @@ __global__ void __launch_bounds__(ATTN_THREADS, ATTN_CC_MINB) attn_cc_kernel(con
  * (16-byte loads) are loaded at once, then folded into the warp's running (M, L, acc),
  * rescaled by exp(M_old - M_new); the four warps' states are combined through shared
  * memory. A row of up to 4 * MERGE_BATCH slots (a context in 32 splits and a decode
- * tile) is one round trip: the two-pass form before it, which read every slot's max
- * before any accumulator, took 8.7 us to fold MQA W = 16, 8k's 512 rows of 33 slots on
- * an H100, a third of the step. Rows of fewer slots take attn_merge_few_kernel, a warp
- * per row. d is a multiple of 8, at most 256. */
+ * tile) is one round trip, where the two-pass form before it read every slot's max
+ * before any accumulator: on an H100 `fused` MQA W = 1 took 24.8 -> 20.6 us at 32k (103
+ * slots), 17.4 -> 15.5 at 8k (26), `bifurcated` 26.3 -> 23.8 at 32k (65;
+ * results/h100/merge-rounds/). Rows of fewer slots take attn_merge_few_kernel, a warp per
+ * row. d is a multiple of 8, at most 256. */
 #define MERGE_FEW_MAX 15 /* the most slots attn_merge_few_kernel takes (attn_launch_merge) */
 #define MERGE_WARPS 4
 #define MERGE_BATCH 8
