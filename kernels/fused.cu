@@ -152,12 +152,12 @@ static cudaError_t launch_merge_kernel(void (*fn)(Params...), unsigned ctas, cud
     return cudaLaunchKernelEx(&cfg, fn, args...);
 }
 template <typename T>
-static cudaError_t merge_t(const problem_t *p, const attn_params_t *P, int64_t rows, unsigned ctas, cudaStream_t stream,
-                           bool pdl)
+static cudaError_t merge_t(const problem_t *p, const attn_params_t *P, bool wide, int64_t rows, unsigned ctas,
+                           cudaStream_t stream, bool pdl)
 {
     const int d = p->head_dim;
     T *out = static_cast<T *>(P->out);
-    if (P->nslots > MERGE_FEW_MAX)
+    if (wide)
         return launch_merge_kernel(attn_merge_kernel<T>, ctas, stream, pdl, P->ws_acc, P->ws_ml, out, P->nslots, d);
     if (d <= 128)
         return launch_merge_kernel(attn_merge_few_kernel<T, 1>, ctas, stream, pdl, P->ws_acc, P->ws_ml,
@@ -169,12 +169,13 @@ static cudaError_t merge_t(const problem_t *p, const attn_params_t *P, int64_t r
 cudaError_t attn_launch_merge(const problem_t *p, const attn_params_t *P, cudaStream_t stream, bool pdl)
 {
     const int64_t rows = (int64_t)problem_streams(p) * p->heads;
-    const int64_t ctas = P->nslots > MERGE_FEW_MAX ? rows : (rows + MERGE_WARPS - 1) / MERGE_WARPS;
+    const bool wide = P->nslots > MERGE_FEW_MAX;
+    const int64_t ctas = wide ? rows : (rows + MERGE_WARPS - 1) / MERGE_WARPS;
     if (ctas > INT_MAX || p->head_dim > MERGE_MAX_D) return cudaErrorInvalidConfiguration;
     switch (p->dtype) {
-    case DTYPE_FP16: return merge_t<__half>(p, P, rows, (unsigned)ctas, stream, pdl);
-    case DTYPE_BF16: return merge_t<__nv_bfloat16>(p, P, rows, (unsigned)ctas, stream, pdl);
-    default: return merge_t<float>(p, P, rows, (unsigned)ctas, stream, pdl);
+    case DTYPE_FP16: return merge_t<__half>(p, P, wide, rows, (unsigned)ctas, stream, pdl);
+    case DTYPE_BF16: return merge_t<__nv_bfloat16>(p, P, wide, rows, (unsigned)ctas, stream, pdl);
+    default: return merge_t<float>(p, P, wide, rows, (unsigned)ctas, stream, pdl);
     }
 }
 
