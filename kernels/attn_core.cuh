@@ -1017,9 +1017,9 @@ __global__ void __launch_bounds__(32 * MERGE_WARPS) attn_merge_kernel(const floa
 /* A row of at most MERGE_FEW_MAX slots (the common case: a split or two of the context
  * and a decode tile or two), one warp per row and MERGE_WARPS rows per CTA: every load
  * of the row at once, its slots' (m, l) one per lane and their accumulators, folded
- * after one round trip. (In attn_merge_kernel the second pass's loads wait for the first's.) A kernel of
- * its own, so that its registers, a float4 per slot and per VPL (d <= 128 * VPL), leave
- * attn_merge_kernel's occupancy as it was. */
+ * after one round trip (attn_merge_kernel's CTA per row would leave three of its four
+ * warps a slot or two each). A kernel of its own, so that its registers, a float4 per
+ * slot and per VPL (d <= 128 * VPL), leave attn_merge_kernel's occupancy as it was. */
 template <typename T, int VPL>
 __global__ void __launch_bounds__(32 * MERGE_WARPS) attn_merge_few_kernel(const float *ws_acc, const float2 *ws_ml, T *out,
                                                              int64_t rows, int nslots, int d)
