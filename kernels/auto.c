@@ -32,20 +32,19 @@
  * BIFURCATED_FIXED_US is the middle of the range (16-18 us) that picks within 5% on
  * every row of the H200's sweep at 0ba2613, where the merge launch of many partials
  * became a fraction of what it was (28 us before; at that fixed cost MQA at W = 8, 16k
- * ran fused, 18.3% slower). FUSED_MERGE_SLOT_US is near the low end of the range
- * (0.055-0.09 us) that picks within 5% on both GPUs' sweeps at 5bd0b88, contiguous and
- * paged, where the 4.9% of the paged MQA row W = 4, 16k at 0.07 and more is least
- * (without it the H100's MQA row W = 2, 32k ran fused, 11.5% slower). FUSED_MERGE_LAUNCH_US
- * is the merge launch itself, since 36344a7 a programmatic dependent of the split grid
- * (1.2-1.8 us less than the launch behind it before, results/h100/merge-pdl/): 0.5 is the
- * middle of the range (0.4-0.6 us) that picks within 5% on the four committed sweeps (the
- * H100's at 54ea9d4, the H200's at 36344a7, but the row tests/test_auto.c names): below
- * it the H200's paged MQA row W = 1, 32k runs fused, 7.3% slower (25.2 against 23.5 us),
- * from 0.7 the H100's contiguous MQA row W = 1, 32k bifurcated, 8.6% slower (22.7 against
- * 20.9). The model sums bifurcated's fixed cost and its context FLOPs, so it prices MQA's
- * W = 8 about 3 us above W = 4 where the two measure closer: the crossings near there are
- * the model's, not the kernels'; at 1.8 us, before the dependent launch, no value placed
- * every row of the H100's sweeps (two known misses of the tests until 54ea9d4). FUSED_L2_EFFICIENCY is
+ * ran fused, 18.3% slower). FUSED_MERGE_SLOT_US and FUSED_MERGE_LAUNCH_US are the merge
+ * of fused's split grid, a programmatic dependent of it since 36344a7 (1.2-1.8 us less
+ * than the launch behind it before, results/h100/merge-pdl/) that folds a row's
+ * partials in rounds of eight a warp since b137f45 (a row of 103 partials, MQA W = 1 at
+ * 32k, 24.8 -> 20.6 us on the H100, results/h100/merge-rounds/). On the four committed
+ * sweeps (both GPUs at 4d0485f, contiguous and paged; `attnbench` peaks of each sweep's
+ * log) the model picks within 5% on every row with a launch of 0.5 us and from 0.026 to
+ * 0.058 us a partial, and 0.04 is the middle: below it the H200's paged MQA row W = 2,
+ * 32k runs fused, 13% slower (24.2 against 21.4 us), from 0.06 the H200's contiguous MQA
+ * row W = 1, 32k bifurcated, 9.5% slower (22.2 against 20.3). At 0.04 us a partial any
+ * launch cost from 0 to 2.3 us places every row. The model sums bifurcated's fixed cost
+ * and its context FLOPs, so it prices MQA's W = 8 about 3 us above W = 4 where the two
+ * measure closer: the crossings near there are the model's, not the kernels'. FUSED_L2_EFFICIENCY is
  * the middle of the range (0.93-0.95) that picks within 5% on the three paged sweeps at
  * hand (H200 at 3046cbe and 088af40, H100 at 3046cbe): fused's streams re-read the shared
  * blocks at about 7.45 TB/s on an H200 whose `peak` read 8045 from L2 (MHA, W = 2 and
@@ -54,9 +53,9 @@
  * the context traffic it saves, (W - 1) * B * m_c rows of K/V, outweighs its fixed
  * cost. With W = 1 it saves nothing, and is weighed all the same:
  * on Hopper at d = 128 its wgmma context body reads an MQA group's K/V about as fast as
- * `fused` does, either way round (MQA, W = 1, 32k: 22.7 against 20.9 us on the H100's
- * contiguous sweep at 54ea9d4, 23.5 against 25.2 on the H200's paged one at 36344a7),
- * and the model's constants place those rows too. */
+ * `fused` does, either way round (MQA, W = 1, 32k: 23.1 against 20.8 us on the H100's
+ * contiguous sweep at 4d0485f, 21.0 against 21.0 on the H200's paged one), and the
+ * model's constants place those rows too. */
 #include <stddef.h>
 #include "auto.h"
 

@@ -8,7 +8,7 @@
 #define FUSED_FIXED_US 10.0
 #define FUSED_TC_EFFICIENCY 0.15      /* of the measured fp16 GEMM rate */
 #define FUSED_UNOVERLAPPED 0.25       /* share of the smaller of its memory and tensor-core times that shows */
-#define FUSED_MERGE_SLOT_US 0.06      /* per partial of a row that its merge launch folds */
+#define FUSED_MERGE_SLOT_US 0.04      /* per partial of a row that its merge launch folds */
 #define FUSED_MERGE_LAUNCH_US 0.5     /* the merge launch itself (a programmatic dependent), where its plan has one */
 #define FUSED_L2_EFFICIENCY 0.94      /* of the measured L2 read rate, for its streams' re-reads of shared blocks */
 #define BIFURCATED_FIXED_US 17.0        /* context part on the wgmma body, decode part beside it, merge launch */

@@ -375,26 +375,7 @@ static void test_merge_launch_has_a_fixed_cost(void **state)
  * on every row where both `fused` and `bifurcated` ran, the kernel the model picks, on
  * a GPU with the peaks in the first line of the sweep's log, took at most 5% longer
  * than the faster of the two. The constants in auto.h were fitted to these rows; a
- * sweep committed anew (or a constant moved) must still pass, but for the rows below.
- *
- * Known miss: the H200's paged MQA row W = 16 at 8k. That sweep ran at 36344a7, before
- * bifurcated's context splits left the decode part room (bifurcated.cu, bif_plan): there
- * `bifurcated` took 29.8 us on 32 context splits against `fused`'s 28.0, and the model,
- * which prices it for the plan it makes now (22 splits; on the H100 that change took the
- * row from 30.1 to 23.0 us, results/h100/ctx-room/), picks it. (Until this revision the
- * H100's paged MQA W = 16 and contiguous MQA W = 4 at 8k were listed here; with the merge
- * launch a programmatic dependent, auto.c's FUSED_MERGE_LAUNCH_US, both place.) */
-static const struct { const char *sweep; int beam, kv_heads, ctx; } known_misses[] = {
-    {"h200/bifurcated-paged", 16, 1, 8192},
-};
-static int known_miss(const char *sweep, const result_row_t *r)
-{
-    for (size_t i = 0; i < sizeof known_misses / sizeof known_misses[0]; ++i)
-        if (!strcmp(known_misses[i].sweep, sweep) && known_misses[i].beam == r->beam &&
-            known_misses[i].kv_heads == r->kv_heads && known_misses[i].ctx == r->ctx)
-            return 1;
-    return 0;
-}
+ * sweep committed anew (or a constant moved) must still pass. */
 static void replay_sweep(const char *name, int l2_mib)
 {
     char path[512], msg[256], line[512];
@@ -441,7 +422,7 @@ static void replay_sweep(const char *name, int l2_mib)
         const double picked = strcmp(picks_on(p, &dev), "fused") ? bif : r.median_us;
         const double best = bif < r.median_us ? bif : r.median_us;
         ++rows;
-        if (picked > 1.05 * best && !known_miss(name, &r)) {
+        if (picked > 1.05 * best) {
             ++misses;
             fprintf(stderr, "%s: W = %d, g = %d, ctx %d picks %.1f us against %.1f\n", name, r.beam,
                     r.kv_heads, r.ctx, picked, best);
