@@ -929,6 +929,39 @@ __device__ __forceinline__ void axpy4(float4 &a, float w, const float4 &v)
     a.z += w * v.z;
     a.w += w * v.w;
 }
+/* One round of the merge's fold: up to B slots, lane b holding slot b's (m, l) in v (a
+ * slot past the row's, or without keys, as (-inf, 0)) and every lane its share of each
+ * slot's accumulator in part[b], folded into the warp's running (M, L, acc), which are
+ * rescaled by exp(M_old - M_new). Both merge kernels fold through it. */
+template <int B, int VPL>
+__device__ __forceinline__ void merge_round(float2 v, const float4 (&part)[B][VPL], float &M, float &L, float4 (&acc)[VPL])
+{
+    float Mn = fmaxf(M, v.x);
+#pragma unroll
+    for (int o = 16; o > 0; o >>= 1) Mn = fmaxf(Mn, __shfl_xor_sync(0xffffffffu, Mn, o));
+    if (Mn == -INFINITY) return; /* no keys in any slot yet (the same in the whole warp) */
+    const float scale = M == -INFINITY ? 0.f : expf(M - Mn);
+    const float w_lane = v.x == -INFINITY ? 0.f : expf(v.x - Mn); /* the weight of slot b = lane */
+    float l = v.y * w_lane;
+#pragma unroll
+    for (int o = 16; o > 0; o >>= 1) l += __shfl_xor_sync(0xffffffffu, l, o);
+    L = L * scale + l;
+#pragma unroll
+    for (int i = 0; i < VPL; ++i) {
+        acc[i].x *= scale;
+        acc[i].y *= scale;
+        acc[i].z *= scale;
+        acc[i].w *= scale;
+    }
+#pragma unroll
+    for (int b = 0; b < B; ++b) {
+        const float w = __shfl_sync(0xffffffffu, w_lane, b);
+        if (w == 0.f) continue;
+#pragma unroll
+        for (int i = 0; i < VPL; ++i) axpy4(acc[i], w, part[b][i]);
+    }
+    M = Mn;
+}
 template <typename T>
 __global__ void __launch_bounds__(32 * MERGE_WARPS) attn_merge_kernel(const float *ws_acc, const float2 *ws_ml, T *out,
                                                                       int nslots, int d)
@@ -958,31 +991,7 @@ __global__ void __launch_bounds__(32 * MERGE_WARPS) attn_merge_kernel(const floa
                                  ? __ldcg(reinterpret_cast<const float4 *>(ws_acc + (row * nslots + s) * d + x))
                                  : make_float4(0.f, 0.f, 0.f, 0.f);
             }
-        float Mn = fmaxf(M, v.x);
-#pragma unroll
-        for (int o = 16; o > 0; o >>= 1) Mn = fmaxf(Mn, __shfl_xor_sync(0xffffffffu, Mn, o));
-        if (Mn == -INFINITY) continue; /* no keys in any slot yet (the same in the whole warp) */
-        const float scale = M == -INFINITY ? 0.f : expf(M - Mn);
-        const float w_lane = v.x == -INFINITY ? 0.f : expf(v.x - Mn); /* the weight of slot b = lane */
-        float l = v.y * w_lane;
-#pragma unroll
-        for (int o = 16; o > 0; o >>= 1) l += __shfl_xor_sync(0xffffffffu, l, o);
-        L = L * scale + l;
-#pragma unroll
-        for (int i = 0; i < VPL; ++i) {
-            acc[i].x *= scale;
-            acc[i].y *= scale;
-            acc[i].z *= scale;
-            acc[i].w *= scale;
-        }
-#pragma unroll
-        for (int b = 0; b < MERGE_BATCH; ++b) {
-            const float w = __shfl_sync(0xffffffffu, w_lane, b);
-            if (w == 0.f) continue;
-#pragma unroll
-            for (int i = 0; i < VPL; ++i) axpy4(acc[i], w, part[b][i]);
-        }
-        M = Mn;
+        merge_round(v, part, M, L, acc);
     }
 #pragma unroll
     for (int i = 0; i < VPL; ++i) {
@@ -1016,8 +1025,8 @@ __global__ void __launch_bounds__(32 * MERGE_WARPS) attn_merge_kernel(const floa
 
 /* A row of at most MERGE_FEW_MAX slots (the common case: a split or two of the context
  * and a decode tile or two), one warp per row and MERGE_WARPS rows per CTA: every load
- * of the row at once, its slots' (m, l) one per lane and their accumulators, folded
- * after one round trip (attn_merge_kernel's CTA per row would leave three of its four
+ * of the row at once, its slots' (m, l) one per lane and their accumulators, folded in
+ * one round (merge_round) after one round trip (attn_merge_kernel's CTA per row would leave three of its four
  * warps a slot or two each). A kernel of its own, so that its registers, a float4 per
  * slot and per VPL (d <= 128 * VPL), leave attn_merge_kernel's occupancy as it was. */
 template <typename T, int VPL>
@@ -1040,24 +1049,16 @@ __global__ void __launch_bounds__(32 * MERGE_WARPS) attn_merge_few_kernel(const 
             part[s][i] = s < nslots && x < d ? __ldcg(reinterpret_cast<const float4 *>(ws_acc + (row * nslots + s) * d + x))
                                              : make_float4(0.f, 0.f, 0.f, 0.f);
         }
-    float M = v.x;
+    float M = -INFINITY, L = 0.f;
+    float4 acc[VPL];
 #pragma unroll
-    for (int o = 16; o > 0; o >>= 1) M = fmaxf(M, __shfl_xor_sync(0xffffffffu, M, o));
-    const float w_lane = v.x == -INFINITY ? 0.f : expf(v.x - M); /* the weight of slot `lane` */
-    float L = v.y * w_lane;
-#pragma unroll
-    for (int o = 16; o > 0; o >>= 1) L += __shfl_xor_sync(0xffffffffu, L, o);
+    for (int i = 0; i < VPL; ++i) acc[i] = make_float4(0.f, 0.f, 0.f, 0.f);
+    merge_round(v, part, M, L, acc);
     const float inv = L > 0.f ? 1.f / L : 0.f;
 #pragma unroll
     for (int i = 0; i < VPL; ++i) {
-        float4 acc = make_float4(0.f, 0.f, 0.f, 0.f);
-#pragma unroll
-        for (int s = 0; s < SLOTS; ++s) {
-            const float w = __shfl_sync(0xffffffffu, w_lane, s);
-            if (s < nslots && M != -INFINITY) axpy4(acc, w, part[s][i]);
-        }
         const int x = 4 * lane + 128 * i;
-        if (x < d) store4(out + row * d + x, acc.x * inv, acc.y * inv, acc.z * inv, acc.w * inv);
+        if (x < d) store4(out + row * d + x, acc[i].x * inv, acc[i].y * inv, acc[i].z * inv, acc[i].w * inv);
     }
 }
 

@@ -531,7 +531,7 @@ __global__ void __launch_bounds__(wg_threads<KT, DEC>(), 1)
         mbar_wait(bar, wg_phase);
         wg_phase ^= 1;
     };
-    /* Decode tile i of item c, its K tile at kbuf and its V tile at vbuf (pv). A
+    /* Decode tile i of item c, its K tile at kp and its V tile after it (pv). A
      * stream's p <= 8 queries are too few for a 64-row tile, so the GEMMs are
      * transposed, the tile's keys (and V's dims) filling M and the queries N = 8 (the
      * 8-row group of Q that holds them, the others ignored): S^T = K Q^T in two m64n8
@@ -543,13 +543,14 @@ __global__ void __launch_bounds__(wg_threads<KT, DEC>(), 1)
      * every warp's O^T is done with it. The tile leaves its partial (m, l, O) in decode
      * slot k for the merge. The thread holds keys (or dims) mb*64 + 16*(warp%4) +
      * lane/4 + 8h and queries 2*(lane%4) + e, at [mb][2h + e]. */
-    auto dec_compute = [&](const cta_coord &c, int i, uint32_t kbuf, uint32_t vbuf, unsigned char *pv,
-                           auto k_read, auto v_wait, auto v_read) {
+    auto dec_compute = [&](const cta_coord &c, int i, unsigned char *kp, auto k_read, auto v_wait, auto v_read) {
+        unsigned char *pv = kp + S::TILE;
+        const uint32_t kbuf = smem_addr(kp), vbuf = kbuf + S::TILE;
         const int q = dec_job(i), k = i - q * dec_tiles;
         const int row = dec_job_row(c, q);
         const int row0 = row & ~7, wq = warp & 3;
         float *red = dec_red;
-        unsigned char *pt = ADDR == ADDR_PAGED ? dec_pt : pv - S::TILE;
+        unsigned char *pt = ADDR == ADDR_PAGED ? dec_pt : kp;
         float st[2][4], ot[2][4];
         const uint64_t kd = wg_desc(kbuf, 16, 1024), qd = wg_desc(smem_addr(q_s) + row0 * 128, 16, 1024);
         wg_fence();
@@ -719,7 +720,7 @@ __global__ void __launch_bounds__(wg_threads<KT, DEC>(), 1)
             for (int i = 0; i < n; ++i) {
                 mbar_wait(kf, i & 1);
                 dec_compute(
-                    c, i, kb, vb, kp + S::TILE,
+                    c, i, kp,
                     [&]() {
                         if (ADDR == ADDR_PAGED && issuer && i + 1 < n) issue(kb, kf, 0);
                     },
