@@ -423,15 +423,19 @@ __global__ void __launch_bounds__(wg_threads<KT, DEC>(), 1)
      * copies the tile's first block again: finite values, which the softmax masks. */
     constexpr int MAX_BOXES = KT / WG_TMA_MIN_BLOCK;
     struct tile_boxes { int row[MAX_BOXES], block[MAX_BOXES]; };
+    /* paged: the first key of box b of the tile of keys [key, key + KT) below k_hi */
+    auto box_pos = [&](int key, int b, int k_hi) {
+        const int pos = key + b * min(KT, P.geom.block_size);
+        return pos < k_hi ? pos : key;
+    };
     /* paged: the boxes of the tile of keys [key, key + KT) below k_hi, from the block
      * table row trow */
     auto boxes_at = [&](int64_t trow, int key, int k_hi) {
         tile_boxes tb{};
         if constexpr (ADDR == ADDR_PAGED) {
-            const int box_keys = min(KT, P.geom.block_size);
 #pragma unroll
             for (int b = 0; b < MAX_BOXES; ++b) {
-                const int pos = key + b * box_keys < k_hi ? key + b * box_keys : key;
+                const int pos = box_pos(key, b, k_hi);
                 tb.row[b] = pos & (P.geom.block_size - 1);
                 tb.block[b] = block_at(trow, pos);
             }
@@ -513,14 +517,27 @@ __global__ void __launch_bounds__(wg_threads<KT, DEC>(), 1)
         return c.unit * P.streams_per_unit + ((c.row_tile * WG_ROWS + row) >> group_shift);
     };
     /* Decode tile i of the item c (tile i % dec_tiles of job i / dec_tiles): where it is
-     * (its stream's K_d/V_d matrix and first key, or its blocks). */
+     * (its stream's K_d/V_d matrix and first key, or its blocks), written to the shared
+     * dst. Paged, the block ids come by cp.async, to be waited for (cp_async_wait) before
+     * dst is read: loaded into registers, the thread that looks the tile up waited out
+     * the table's round trip (an L2 miss under the decode part's streaming, often) before
+     * every decode tile, and its warpgroup with it at the next GEMM. */
     struct dec_source { int mat, key; tile_boxes tb; };
-    auto dec_look_up = [&](const cta_coord &c, int i) {
+    auto dec_look_up = [&](const cta_coord &c, int i, dec_source *dst) {
         const int q = dec_job(i), stream = dec_stream(c, dec_job_row(c, q));
         const int key = (i - q * dec_tiles) * KT;
-        dec_source src{stream * 2 * P.kv_heads + c.head, key, tile_boxes{}};
-        if constexpr (ADDR == ADDR_PAGED) src.tb = boxes_at(table_row(stream), P.key_end + key, P.key_end + P.dec_keys);
-        return src;
+        dst->mat = stream * 2 * P.kv_heads + c.head;
+        dst->key = key;
+        if constexpr (ADDR == ADDR_PAGED) {
+            const int64_t trow = table_row(stream);
+#pragma unroll
+            for (int b = 0; b < MAX_BOXES; ++b) {
+                const int pos = box_pos(P.key_end + key, b, P.key_end + P.dec_keys);
+                dst->tb.row[b] = pos & (P.geom.block_size - 1);
+                cp_async4(smem_addr(&dst->tb.block[b]), P.table + trow + (pos >> P.geom.block_shift));
+            }
+            cp_async_commit();
+        }
     };
     /* the decode warpgroup's own barrier: an mbarrier of its 128 threads, whose phases
      * its threads count alike */
@@ -707,15 +724,16 @@ __global__ void __launch_bounds__(wg_threads<KT, DEC>(), 1)
             dec_source *next = reinterpret_cast<dec_source *>(dec_bar + 1);
             const CUtensorMap *map = ADDR == ADDR_CTX ? &dec_map : &ctx_map;
             auto issue = [&](uint32_t dst, uint32_t bar, int which) {
+                if constexpr (ADDR == ADDR_PAGED) cp_async_wait<0>(); /* next's block ids */
                 const dec_source src = *next;
                 mbar_expect_tx(bar, S::TILE);
                 tma_kv_in(map, dst, bar, src.mat, src.key, c.head, src.tb, which);
             };
             if (issuer && n > 0) {
-                *next = dec_look_up(c, 0);
+                dec_look_up(c, 0, next);
                 issue(kb, kf, 0);
                 issue(vb, vf, 1);
-                if (n > 1) *next = dec_look_up(c, 1);
+                if (n > 1) dec_look_up(c, 1, next);
             }
             for (int i = 0; i < n; ++i) {
                 mbar_wait(kf, i & 1);
@@ -730,7 +748,7 @@ __global__ void __launch_bounds__(wg_threads<KT, DEC>(), 1)
                         if (issuer && i + 1 < n) {
                             if (ADDR != ADDR_PAGED) issue(kb, kf, 0);
                             issue(vb, vf, 1);
-                            if (i + 2 < n) *next = dec_look_up(c, i + 2);
+                            if (i + 2 < n) dec_look_up(c, i + 2, next);
                         }
                     });
             }
