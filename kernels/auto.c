@@ -36,13 +36,15 @@
  * of fused's split grid, a programmatic dependent of it since 36344a7 (1.2-1.8 us less
  * than the launch behind it before, results/h100/merge-pdl/) that folds a row's
  * partials in rounds of eight a warp since b137f45 (a row of 103 partials, MQA W = 1 at
- * 32k, 24.8 -> 20.6 us on the H100, results/h100/merge-rounds/). On the four committed
- * sweeps (both GPUs at 4d0485f, contiguous and paged; `attnbench` peaks of each sweep's
- * log) the model picks within 5% on every row with a launch of 0.5 us and from 0.026 to
- * 0.058 us a partial, and 0.04 is the middle: below it the H200's paged MQA row W = 2,
- * 32k runs fused, 13% slower (24.2 against 21.4 us), from 0.06 the H200's contiguous MQA
- * row W = 1, 32k bifurcated, 9.5% slower (22.2 against 20.3). At 0.04 us a partial any
- * launch cost from 0 to 2.3 us places every row. The model sums bifurcated's fixed cost
+ * 32k, 24.8 -> 20.6 us on the H100, results/h100/merge-rounds/). Fitted on both GPUs'
+ * sweeps at 4d0485f (contiguous and paged; `attnbench` peaks of each sweep's log): the
+ * model picks within 5% on every row with a launch of 0.5 us and from 0.026 to 0.058 us a
+ * partial, and 0.04 is the middle (at 0.06 the H200's contiguous MQA row W = 1, 32k ran
+ * bifurcated, 7.9% slower: 21.9 against 20.3 us). On the four committed sweeps, both GPUs
+ * at 402b4c6, the range is 0.028-0.058 us: below it the H200's paged MQA row W = 2, 32k
+ * runs fused, 11.5% slower (24.5 against 22.0 us), from 0.06 the H200's contiguous MQA
+ * row W = 1, 32k bifurcated (21.9 against 20.3); at 0.04 us a partial any launch cost
+ * from 0 to 1.9 us places every row. The model sums bifurcated's fixed cost
  * and its context FLOPs, so it prices MQA's W = 8 about 3 us above W = 4 where the two
  * measure closer: the crossings near there are the model's, not the kernels'. FUSED_L2_EFFICIENCY is
  * the middle of the range (0.93-0.95) that picks within 5% on the three paged sweeps at
@@ -53,8 +55,8 @@
  * the context traffic it saves, (W - 1) * B * m_c rows of K/V, outweighs its fixed
  * cost. With W = 1 it saves nothing, and is weighed all the same:
  * on Hopper at d = 128 its wgmma context body reads an MQA group's K/V about as fast as
- * `fused` does, either way round (MQA, W = 1, 32k: 23.1 against 20.8 us on the H100's
- * contiguous sweep at 4d0485f, 21.0 against 21.0 on the H200's paged one), and the
+ * `fused` does, either way round (MQA, W = 1, 32k: 22.9 against 20.8 us on the H100's
+ * contiguous sweep at 402b4c6, 22.0 against 21.4 on the H200's paged one), and the
  * model's constants place those rows too. */
 #include <stddef.h>
 #include "auto.h"
