@@ -416,7 +416,8 @@ __global__ void __launch_bounds__(wg_threads<KT, DEC>(), 1)
      * of kv_row_ref's indirection test), loaded before a warp's GEMMs and first used
      * after them (kv_row_ref says why). */
     auto table_row = [&](int stream) { return (int64_t)stream * P.geom.max_blocks_per_seq; };
-    auto block_at = [&](int64_t trow, int pos) { return __ldg(P.table + trow + (pos >> P.geom.block_shift)); };
+    auto block_entry = [&](int64_t trow, int pos) { return P.table + trow + (pos >> P.geom.block_shift); };
+    auto block_at = [&](int64_t trow, int pos) { return __ldg(block_entry(trow, pos)); };
     auto block_of = [&](const cta_coord &c, int pos) { return block_at(table_row(c.unit * P.addr_stream_mult), pos); };
     /* Paged: the boxes of tile j, a box per block the tile spans (S >= 64: one or two),
      * their block ids loaded together (block_of). A box past the context part's keys (whole blocks)
@@ -534,7 +535,7 @@ __global__ void __launch_bounds__(wg_threads<KT, DEC>(), 1)
             for (int b = 0; b < MAX_BOXES; ++b) {
                 const int pos = box_pos(P.key_end + key, b, P.key_end + P.dec_keys);
                 dst->tb.row[b] = pos & (P.geom.block_size - 1);
-                cp_async4(smem_addr(&dst->tb.block[b]), P.table + trow + (pos >> P.geom.block_shift));
+                cp_async4(smem_addr(&dst->tb.block[b]), block_entry(trow, pos));
             }
             cp_async_commit();
         }

@@ -55,7 +55,7 @@
  * the context traffic it saves, (W - 1) * B * m_c rows of K/V, outweighs its fixed
  * cost. With W = 1 it saves nothing, and is weighed all the same:
  * on Hopper at d = 128 its wgmma context body reads an MQA group's K/V about as fast as
- * `fused` does, either way round (MQA, W = 1, 32k: 22.9 against 20.8 us on the H100's
+ * `fused` does (MQA, W = 1, 32k: 22.9 against 20.8 us on the H100's
  * contiguous sweep at 402b4c6, 22.0 against 21.4 on the H200's paged one), and the
  * model's constants place those rows too. */
 #include <stddef.h>
