@@ -352,60 +352,35 @@ __device__ __noinline__ void tail_merge(T *out, const float *ws_acc, const float
 
 /* The final output of a CTA's rows whose other partials the CTA itself left in the
  * workspace, in the slots after the splits' (slot_base + splits + k, k < fold; m in
- * natural-log units): the wgmma body's decode tiles, whose CTAs then need no merge
- * launch behind them. The context's partial is staged in shared memory, one source
- * per row (m in log2 units, l, o with row stride d+8, as combine_and_emit's with
- * nsrc = 1). Over a context in splits > 1 the splits of a row tile are a cluster
- * (bif_folds_in_cta): every CTA of it folds rows [rank * rows / splits, ...) of the
- * tile, from the staged states of all of them (distributed shared memory) and the
- * decode tiles' slots, which the cluster's barrier before this made visible.
- * Written for latency, as tail_merge: a thread fetches its FOLD_BATCH (row, 4
- * columns) entries' partials of a source at once, so a source costs one round trip
- * per batch, not one per entry (entry by entry, the fold took about as long as the
- * merge launch it replaces, H200, results/h200/fold/). */
+ * natural-log units): the wgmma body's decode tiles over an unsplit context, whose
+ * CTA then needs no merge launch behind it. The state staged in shared memory is
+ * one source per row (m in log2 units, l, o with row stride d+8), as
+ * combine_and_emit's with nsrc = 1; each slot is folded into it by lse_fold. Written
+ * for latency, as tail_merge: a thread fetches its FOLD_BATCH (row, 4 columns)
+ * entries' partials of a slot at once, so a slot costs one L2 round trip per batch,
+ * not one per entry (entry by entry, the fold took about as long as the merge launch
+ * it replaces, H200, results/h200/fold/). */
 #define FOLD_BATCH 8
 template <typename T>
 __device__ void fold_and_emit(const attn_params_t &P, const cta_coord &c, const float *st_o, const float *st_m,
                               const float *st_l, int rows, int d, int nthreads, int fold)
 {
-    const int q4 = d / 4, ostride = d + 8, span = (rows + P.splits - 1) / P.splits;
-    const int lo = (P.splits > 1 ? c.split * span : 0) * q4, n = min(rows, lo / q4 + span) * q4;
-    /* the staged state of the cluster's CTA of rank s (this CTA's own where unsplit) */
-    auto staged = [&](const float *p, int s) {
-        return P.splits > 1 ? static_cast<const float *>(__cluster_map_shared_rank(p, s)) : p;
-    };
-    for (int i0 = lo + threadIdx.x; i0 < n; i0 += FOLD_BATCH * nthreads) {
+    const int q4 = d / 4, ostride = d + 8, n = rows * q4;
+    for (int i0 = threadIdx.x; i0 < n; i0 += FOLD_BATCH * nthreads) {
         float M[FOLD_BATCH], L[FOLD_BATCH];
         float4 acc[FOLD_BATCH];
         int64_t row_id[FOLD_BATCH]; /* -1: no entry, or a padding row */
-        int col[FOLD_BATCH], row[FOLD_BATCH];
-        const float *so = staged(st_o, 0), *sm = staged(st_m, 0), *sl = staged(st_l, 0);
+        int col[FOLD_BATCH];
 #pragma unroll
         for (int j = 0; j < FOLD_BATCH; ++j) {
             const int idx = i0 + j * nthreads, r = idx / q4;
             int stream = 0, head = 0;
-            row[j] = r;
             col[j] = (idx - r * q4) * 4;
             row_id[j] = idx < n && row_target(P, c, r, &stream, &head) ? (int64_t)stream * P.heads + head : -1;
-            M[j] = row_id[j] >= 0 ? sm[r] * ATTN_LN2 : -INFINITY; /* natural log, as the slots' */
-            L[j] = row_id[j] >= 0 ? sl[r] : 0.f;
-            acc[j] = row_id[j] >= 0 ? *reinterpret_cast<const float4 *>(so + (int64_t)r * ostride + col[j])
+            M[j] = row_id[j] >= 0 ? st_m[r] * ATTN_LN2 : -INFINITY; /* natural log, as the slots' */
+            L[j] = row_id[j] >= 0 ? st_l[r] : 0.f;
+            acc[j] = row_id[j] >= 0 ? *reinterpret_cast<const float4 *>(st_o + (int64_t)r * ostride + col[j])
                                     : make_float4(0.f, 0.f, 0.f, 0.f);
-        }
-        for (int s = 1; s < P.splits; ++s) {
-            so = staged(st_o, s), sm = staged(st_m, s), sl = staged(st_l, s);
-            float pm[FOLD_BATCH], pl[FOLD_BATCH];
-            float4 o[FOLD_BATCH];
-#pragma unroll
-            for (int j = 0; j < FOLD_BATCH; ++j) {
-                const bool ok = row_id[j] >= 0;
-                pm[j] = ok ? sm[row[j]] * ATTN_LN2 : -INFINITY;
-                pl[j] = ok ? sl[row[j]] : 0.f;
-                o[j] = ok ? *reinterpret_cast<const float4 *>(so + (int64_t)row[j] * ostride + col[j])
-                          : make_float4(0.f, 0.f, 0.f, 0.f);
-            }
-#pragma unroll
-            for (int j = 0; j < FOLD_BATCH; ++j) lse_fold(&M[j], &L[j], &acc[j].x, 4, &pm[j], &pl[j], &o[j].x, 1);
         }
         for (int k = 0; k < fold; ++k) {
             float2 ml[FOLD_BATCH];

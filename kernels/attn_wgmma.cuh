@@ -175,11 +175,6 @@ template <int N> __device__ __forceinline__ void wg_hold(float (&r)[N])
 
 /* cp.async writes shared memory through the generic proxy; wgmma reads it through the async one. */
 __device__ __forceinline__ void fence_proxy_async() { asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory"); }
-/* Every non-exited thread of the cluster, its writes before it released to the others. */
-__device__ __forceinline__ void cluster_sync()
-{
-    asm volatile("barrier.cluster.arrive.release.aligned;\nbarrier.cluster.wait.acquire.aligned;\n" ::: "memory");
-}
 
 /* Transaction barriers and the tensor-memory accelerator (TMA): one thread copies a
  * whole tile with box loads (64 columns by KT keys, or by a block's keys) that land in
@@ -387,13 +382,6 @@ __global__ void __launch_bounds__(wg_threads<KT, DEC>(), 1)
      * keeps what derives from it, the GEMMs' descriptors among them, in uniform registers */
     const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5, wg = __shfl_sync(0xffffffffu, warp >> 2, 0);
     const T *kv = static_cast<const T *>(P.kv);
-    /* Folding over a split context (P.fold, P.splits > 1), the splits of a row tile are
-     * a cluster of consecutive CTAs, split = rank (fold_and_emit); else CTA x takes item x. */
-    const bool cluster = DEC && P.fold && P.splits > 1;
-    const int64_t cta_item = [&]() -> int64_t {
-        const int64_t x = blockIdx.x, tile = x / P.splits;
-        return cluster ? (tile / P.row_tiles * P.splits + x % P.splits) * P.row_tiles + tile % P.row_tiles : x;
-    }();
 
     if (TMA && tid == 0) {
         for (int j = 0; j < NSLOTS; ++j) {
@@ -689,7 +677,8 @@ __global__ void __launch_bounds__(wg_threads<KT, DEC>(), 1)
                 tma_slot_in(map, mat, key, head, h, tb, which);
                 ++h;
             };
-            for (int64_t item = cta_item; item < (PERSIST ? attn_items(P) : cta_item + 1); item += gridDim.x) {
+            for (int64_t item = blockIdx.x; item < (PERSIST ? attn_items(P) : (int64_t)blockIdx.x + 1);
+                 item += gridDim.x) {
                 const cta_coord c = cta_decompose(P, item);
                 const int ntiles = tiles_of(c);
                 auto ctx_in = [&](int j, const tile_boxes &tb, int which) {
@@ -724,7 +713,7 @@ __global__ void __launch_bounds__(wg_threads<KT, DEC>(), 1)
          * held to the launch's registers. */
         if (DEC && wg == 3) {
             asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" ::"n"(WG_DEC_REGS));
-            const cta_coord c = cta_decompose(P, cta_item);
+            const cta_coord c = cta_decompose(P, blockIdx.x);
             const int n = dec_ntiles(c);
             dec_sync(DEC_Q_BAR); /* Q has landed */
             unsigned char *kp = pipe + NSLOTS * S::TILE;
@@ -764,7 +753,7 @@ __global__ void __launch_bounds__(wg_threads<KT, DEC>(), 1)
                         }
                     });
             }
-            __threadfence(); /* (the cluster's other CTAs may fold them) */
+            __threadfence_block();
             dec_arrive(DEC_DONE_BAR); /* the partials are stored */
             return;
         }
@@ -1109,9 +1098,6 @@ __global__ void __launch_bounds__(wg_threads<KT, DEC>(), 1)
     }
     if (DEC) dec_sync(DEC_DONE_BAR); /* and the decode warpgroup's partials are stored */
     else cta_sync();
-    /* a cluster folds every CTA's staged partial and decode tiles (its barrier waits for
-     * the non-exited threads: the tensor-core warpgroups') */
-    if (cluster) cluster_sync();
     /* With one split the CTA holds every partial of its rows: the context's, staged,
      * and its decode tiles' in the workspace (stored by the decode warpgroup before
      * the barrier above, which orders them for every thread of the two warpgroups). It folds them and writes
@@ -1120,7 +1106,6 @@ __global__ void __launch_bounds__(wg_threads<KT, DEC>(), 1)
         fold_and_emit<T>(P, c, st_o, st_m, st_l, WG_ROWS, WG_D, WG_THREADS, dec_tiles);
     else
         combine_and_emit<T>(P, c, st_o, st_m, st_l, WG_ROWS, 1, WG_ROWS, WG_D, WG_THREADS);
-    if (cluster) cluster_sync(); /* no CTA leaves while another reads its staging */
     if (PRODUCER) {
         /* the staging is read: the ring's last STAGES tiles are free for the producer */
         fence_proxy_async();
@@ -1142,7 +1127,7 @@ __global__ void __launch_bounds__(wg_threads<KT, DEC>(), 1)
             cta_sync();
         }
     } else {
-        run_item(cta_item, 0);
+        run_item(blockIdx.x, 0);
     }
 #else
     __trap(); /* built without sm_90a: the host never picks this body (bif_wgmma_fits) */

@@ -28,12 +28,11 @@
  *     context grid, the register-streaming body (attn_stream.cuh) on the SMs that
  *     grid leaves.
  *  3. The log-sum-exp merge of the context splits and decode splits of each
- *     (stream, head) into out: by the context CTAs themselves where they stream the
- *     decode part of their rows, over a context in one split or, as a cluster, in up
- *     to 8 (bif_folds_in_cta); by the decode part's last CTA of each (stream, kv
- *     head) where the decode part runs after the context part (mma.sync body); else
- *     (the decode part beside the wgmma body, its tiles over a context in more
- *     splits, or many partials) a merge launch.
+ *     (stream, head) into out: by the context CTA itself where it streams the decode
+ *     part of its rows over an unsplit context (bif_folds_in_cta); by the decode
+ *     part's last CTA of each (stream, kv head) where the decode part runs after the
+ *     context part (mma.sync body); else (the decode part beside the wgmma body, its
+ *     tiles over a split context, or many partials) a merge launch.
  * fp32 and head dims without a tensor-core instantiation run both parts on the
  * CUDA-core body. */
 #include <limits.h>
@@ -240,16 +239,13 @@ static bif_splits_t bif_resolve(const problem_t *p, const attn_plan_t *plan)
     return s;
 }
 
-/* Where the 128-key body streams the decode part, its CTAs write their rows' output
- * themselves (attn_wgmma_ctx_kernel's epilogue, fold_and_emit): no merge launch, and
- * the context's partials never reach the workspace. Over one context split each CTA
- * holds every partial of its rows; over up to BIF_FOLD_CLUSTER splits (the most CTAs a
- * portable cluster takes) the splits of a row tile run as a cluster, and each of its
- * CTAs folds a share of the tile's rows from all of their staged partials. */
-#define BIF_FOLD_CLUSTER 8
+/* Where the 128-key body streams the decode part and the context is one split, each
+ * context CTA holds every partial of its rows and writes their output itself
+ * (attn_wgmma_ctx_kernel's epilogue): no merge launch, and the context's partial never
+ * reaches the workspace. */
 static bool bif_folds_in_cta(const problem_t *p, const attn_plan_t *plan)
 {
-    return bif_dec_in_cta(plan) && bif_resolve(p, plan).ctx.splits <= BIF_FOLD_CLUSTER;
+    return bif_dec_in_cta(plan) && bif_resolve(p, plan).ctx.splits == 1;
 }
 
 static kv_layout_t bif_layout(const problem_t *p)
@@ -523,22 +519,16 @@ static cudaError_t bif_launch_wgmma(const attn_args_t *a, const attn_params_t *c
     const bool wide = bif_wide(&a->plan);
     wgmma_ctx_fn fn = wgmma_pick(p, &a->plan);
     cudaLaunchAttribute attr;
-    if (bif_split(&a->plan)) {
-        attr.id = cudaLaunchAttributeLaunchCompletionEvent;
-        attr.val.launchCompletionEvent.event = st->started;
-        attr.val.launchCompletionEvent.flags = 0;
-    } else { /* a cluster per row tile where its splits fold together (bif_folds_in_cta) */
-        attr.id = cudaLaunchAttributeClusterDimension;
-        attr.val.clusterDim.x = cp->fold ? (unsigned)cp->splits : 1;
-        attr.val.clusterDim.y = attr.val.clusterDim.z = 1;
-    }
+    attr.id = cudaLaunchAttributeLaunchCompletionEvent;
+    attr.val.launchCompletionEvent.event = st->started;
+    attr.val.launchCompletionEvent.flags = 0;
     cudaLaunchConfig_t cfg = {};
     cfg.gridDim = dim3((unsigned)(bif_split(&a->plan) && ctas > a->plan.ctx_sms ? a->plan.ctx_sms : ctas));
     cfg.blockDim = dim3(wgmma_threads(wide, bif_dec_in_cta(&a->plan)));
     cfg.dynamicSmemBytes = (size_t)wgmma_smem(wide);
     cfg.stream = stream;
     cfg.attrs = &attr;
-    cfg.numAttrs = bif_split(&a->plan) || (cp->fold && cp->splits > 1) ? 1 : 0;
+    cfg.numAttrs = bif_split(&a->plan) ? 1 : 0;
     return cudaLaunchKernelEx(&cfg, fn, *cp, st->ctx_map, st->dec_map);
 }
 
