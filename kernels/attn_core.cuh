@@ -112,7 +112,6 @@ typedef struct attn_params {
                                     which it streams itself beside the context (0: none) */
     int fold;                    /* and whether each CTA folds its rows' partials and writes their
                                     output itself (bif_folds_in_cta) */
-    const void *kv_dec;          /* and, on a contiguous cache, K_d/V_d [B*W, 2, g, dec_keys, d] */
     float scale_log2;
 } attn_params_t;
 
@@ -190,12 +189,6 @@ __device__ __forceinline__ void cp_async4(uint32_t dst, const void *src)
     asm volatile("cp.async.ca.shared.global [%0], [%1], 4;\n" ::"r"(dst), "l"(src) : "memory");
 }
 __device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::: "memory"); }
-/* The mbarrier at bar gets one arrival once every cp.async this thread issued before has
- * landed (noinc: the arrival counts against the barrier's expected count). */
-__device__ __forceinline__ void cp_async_arrive(uint32_t bar)
-{
-    asm volatile("cp.async.mbarrier.arrive.noinc.shared::cta.b64 [%0];\n" ::"r"(bar) : "memory");
-}
 template <int N> __device__ __forceinline__ void cp_async_wait()
 {
     asm volatile("cp.async.wait_group %0;\n" ::"n"(N) : "memory");

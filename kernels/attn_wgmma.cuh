@@ -104,8 +104,8 @@ struct wg_shape_t {
     static constexpr int SMEM = SLACK + BODY;
     static constexpr int THREADS = WG_THREADS + (PRODUCER ? WG_PRODUCER_THREADS : 0);
     static_assert(STAGING <= PIPE, "epilogue staging fits in the drained ring");
-    static_assert(BARRIERS >= 2 * 4 * 8 + 16 + 16 + 16, "up to four slots' TMA barriers, the release counts, the decode K, V and block-id barriers");
-    static_assert(TAIL >= BARRIERS + DEC_RED + 8 + 2 * 32, "the barriers and the decode scratch fit past the ring");
+    static_assert(BARRIERS >= 2 * 4 * 8 + 16 + 16, "up to four slots' TMA barriers, the release counts, the decode K and V barriers");
+    static_assert(TAIL >= BARRIERS + DEC_RED + 8 + 32, "the barriers and the decode scratch fit past the ring");
     static_assert(KT * (WG_D / 8) % WG_THREADS == 0, "tile copy divides among the threads");
     static_assert(SMEM <= 227 * 1024, "fits an SM's opt-in shared memory");
 
@@ -362,9 +362,8 @@ __global__ void __launch_bounds__(wg_threads<KT, DEC>(), 1)
     uint64_t *full = reinterpret_cast<uint64_t *>(tail);
     uint64_t *empty = full + NSLOTS;
     unsigned int *released = reinterpret_cast<unsigned int *>(empty + NSLOTS);
-    /* the decode K and V slots' barriers (past released), then the two of the decode
-     * tiles' block ids (paged) */
-    uint64_t *dec_kfull = empty + NSLOTS + 2, *dec_vfull = dec_kfull + 1, *dec_lfull = dec_vfull + 1;
+    /* the decode K and V slots' transaction barriers (past released) */
+    uint64_t *dec_kfull = empty + NSLOTS + 2, *dec_vfull = dec_kfull + 1;
     /* decode tiles: the decode warpgroup's 4 warps' column maxima, then sums */
     float *dec_red = reinterpret_cast<float *>(tail + S::BARRIERS);
     uint64_t *dec_bar = reinterpret_cast<uint64_t *>(tail + S::BARRIERS + S::DEC_RED);
@@ -392,10 +391,8 @@ __global__ void __launch_bounds__(wg_threads<KT, DEC>(), 1)
         }
         if (DEC) {
             mbar_init(smem_addr(dec_bar), WG_DEC_THREADS);
-            mbar_init(smem_addr(dec_kfull), WG_DEC_THREADS);
-            mbar_init(smem_addr(dec_vfull), WG_DEC_THREADS);
-            mbar_init(smem_addr(&dec_lfull[0]), 1);
-            mbar_init(smem_addr(&dec_lfull[1]), 1);
+            mbar_init(smem_addr(dec_kfull), 1);
+            mbar_init(smem_addr(dec_vfull), 1);
         }
         asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
     }
@@ -522,13 +519,12 @@ __global__ void __launch_bounds__(wg_threads<KT, DEC>(), 1)
     };
     /* Decode tile i of the item c (tile i % dec_tiles of job i / dec_tiles): where it is
      * (its stream's K_d/V_d matrix and first key, or its blocks), written to the shared
-     * dst, by one thread. Paged, the block ids come by cp.async, and the barrier lbar
-     * completes once they have landed: loaded into registers, the thread that looks the
-     * tile up waited out the table's round trip (an L2 miss under the decode part's
-     * streaming, often) before every decode tile, and its warpgroup with it at the next
-     * GEMM. */
+     * dst. Paged, the block ids come by cp.async, to be waited for (cp_async_wait) before
+     * dst is read: loaded into registers, the thread that looks the tile up waited out
+     * the table's round trip (an L2 miss under the decode part's streaming, often) before
+     * every decode tile, and its warpgroup with it at the next GEMM. */
     struct dec_source { int mat, key; tile_boxes tb; };
-    auto dec_look_up = [&](const cta_coord &c, int i, dec_source *dst, uint32_t lbar) {
+    auto dec_look_up = [&](const cta_coord &c, int i, dec_source *dst) {
         const int q = dec_job(i), stream = dec_stream(c, dec_job_row(c, q));
         const int key = (i - q * dec_tiles) * KT;
         dst->mat = stream * 2 * P.kv_heads + c.head;
@@ -541,33 +537,8 @@ __global__ void __launch_bounds__(wg_threads<KT, DEC>(), 1)
                 dst->tb.row[b] = pos & (P.geom.block_size - 1);
                 cp_async4(smem_addr(&dst->tb.block[b]), block_entry(trow, pos));
             }
-            cp_async_arrive(lbar);
+            cp_async_commit();
         }
-    };
-    /* Copies the K (which = 0) or V (1) tile of the decode tile at src to the shared dst:
-     * each thread of the decode warpgroup a 16-byte chunk of every 8th row (cp.async,
-     * rows past the stream's decode keys zero-filled: a paged block's free rows hold
-     * anything, NaN included, and 0 * NaN would reach O), and arrives on bar once they
-     * have landed. Through the TMA, whose one unit per SM also takes the context's box
-     * loads, each decode tile held up the context part's copies behind its DRAM reads. */
-    auto dec_copy = [&](const cta_coord &c, const dec_source &src, uint32_t dst, uint32_t bar, int which) {
-        const int dt = tid & (WG_DEC_THREADS - 1), ch = dt & 15;
-        const T *base = static_cast<const T *>(ADDR == ADDR_PAGED ? P.kv : P.kv_dec);
-#pragma unroll 4
-        for (int k = 0; k < KT * (WG_D / 8) / WG_DEC_THREADS; ++k) {
-            const int row = (dt >> 4) + k * (WG_DEC_THREADS / 16), key = src.key + row;
-            int64_t mrow; /* the row's index in K_d/V_d, or in the pool, of d elements each */
-            if constexpr (ADDR == ADDR_PAGED) {
-                const int b = P.geom.block_size >= KT ? 0 : row >> P.geom.block_shift;
-                mrow = ((int64_t)(src.tb.block[b] * 2 + which) * P.kv_heads + c.head) * P.geom.block_size +
-                       ((P.key_end + key) & (P.geom.block_size - 1));
-            } else {
-                mrow = (int64_t)(src.mat + which * P.kv_heads) * P.dec_keys + key;
-            }
-            const bool ok = key < P.dec_keys;
-            cp_async16(dst + S::off(KT, row, ch), base + (ok ? mrow * WG_D + ch * 8 : 0), ok ? 16 : 0);
-        }
-        cp_async_arrive(bar);
     };
     /* the decode warpgroup's own barrier: an mbarrier of its 128 threads, whose phases
      * its threads count alike */
@@ -591,6 +562,7 @@ __global__ void __launch_bounds__(wg_threads<KT, DEC>(), 1)
      * slot k for the merge. The thread holds keys (or dims) mb*64 + 16*(warp%4) +
      * lane/4 + 8h and queries 2*(lane%4) + e, at [mb][2h + e]. */
     auto dec_compute = [&](const cta_coord &c, int i, unsigned char *kp, auto k_read, auto v_wait, auto v_read) {
+        unsigned char *pv = kp + S::TILE;
         const uint32_t kbuf = smem_addr(kp), vbuf = kbuf + S::TILE;
         const int q = dec_job(i), k = i - q * dec_tiles;
         const int row = dec_job_row(c, q);
@@ -649,8 +621,15 @@ __global__ void __launch_bounds__(wg_threads<KT, DEC>(), 1)
             for (int o = 4; o < 32; o <<= 1) l[e] += __shfl_xor_sync(0xffffffffu, l[e], o);
             if (lane < 4) red[32 + wq * 8 + 2 * lane + e] = l[e];
         }
+        /* V's rows past the decode keys are zeroed (a paged block's free rows hold
+         * anything, NaN included, and 0 * NaN would reach O) */
         v_wait();
-        fence_proxy_async(); /* P^T and V, written through the generic proxy, are read by wgmma */
+        if constexpr (ADDR == ADDR_PAGED) {
+            for (int x = (tid & 127) + nvalid * 16; x < KT * 16; x += 128)
+                *reinterpret_cast<uint4 *>(pv + (x & 8) / 8 * S::HALF_TILE + (x >> 4) * 128 + (x & 7) * 16) =
+                    make_uint4(0, 0, 0, 0);
+        }
+        fence_proxy_async(); /* P^T (and V's zeroed rows), written through the generic proxy, are read by wgmma */
         wg_bar();
         const uint64_t vd = wg_desc(vbuf, S::HALF_TILE, 1024), pd = wg_desc(smem_addr(pt), 16, 1024);
         wg_fence();
@@ -741,45 +720,36 @@ __global__ void __launch_bounds__(wg_threads<KT, DEC>(), 1)
             const uint32_t kb = smem_addr(kp), vb = kb + S::TILE;
             const uint32_t kf = smem_addr(dec_kfull), vf = smem_addr(dec_vfull);
             const bool issuer = tid == WG_THREADS + WG_PRODUCER_THREADS;
-            /* Tile i's source (dec_look_up, by the issuer) in srcs[i % 2], so that the
-             * tile after next is looked up while the next one is copied; paged, its block
-             * ids land on lfull[i % 2], whose phase i / 2 every thread waits for before it
-             * copies the tile. In shared memory, which spares the warpgroup's few
-             * registers. The issuer looks a tile up before it copies its own share of
-             * the tile before it: an arrival on a barrier waits for every cp.async the
-             * thread issued before it, and the K copied before the look-up is waited for
-             * first anyway. */
-            dec_source *srcs = reinterpret_cast<dec_source *>(dec_bar + 1);
-            auto lfull = [&](int i) { return smem_addr(&dec_lfull[i & 1]); };
-            auto look_up = [&](int i) { dec_look_up(c, i, &srcs[i & 1], lfull(i)); };
-            auto copy = [&](int i, uint32_t dst, uint32_t bar, int which) {
-                if (ADDR == ADDR_PAGED && which == 0) mbar_wait(lfull(i), (i >> 1) & 1);
-                dec_copy(c, srcs[i & 1], dst, bar, which);
+            /* a tile's blocks are looked up while the tile before it is computed, and kept
+             * in shared memory, which spares the warpgroup's few registers */
+            dec_source *next = reinterpret_cast<dec_source *>(dec_bar + 1);
+            const CUtensorMap *map = ADDR == ADDR_CTX ? &dec_map : &ctx_map;
+            auto issue = [&](uint32_t dst, uint32_t bar, int which) {
+                if constexpr (ADDR == ADDR_PAGED) cp_async_wait<0>(); /* next's block ids */
+                const dec_source src = *next;
+                mbar_expect_tx(bar, S::TILE);
+                tma_kv_in(map, dst, bar, src.mat, src.key, c.head, src.tb, which);
             };
-            if (n > 0) {
-                if (issuer) {
-                    look_up(0);
-                    if (n > 1) look_up(1);
-                }
-                if (ADDR != ADDR_PAGED) wg_bar(); /* the sources are stored */
-                copy(0, kb, kf, 0);
-                copy(0, vb, vf, 1);
+            if (issuer && n > 0) {
+                dec_look_up(c, 0, next);
+                issue(kb, kf, 0);
+                issue(vb, vf, 1);
+                if (n > 1) dec_look_up(c, 1, next);
             }
             for (int i = 0; i < n; ++i) {
                 mbar_wait(kf, i & 1);
-                fence_proxy_async(); /* K, copied through the generic proxy, is read by wgmma */
                 dec_compute(
                     c, i, kp,
                     [&]() {
-                        if (ADDR == ADDR_PAGED && i + 1 < n) copy(i + 1, kb, kf, 0);
+                        if (ADDR == ADDR_PAGED && issuer && i + 1 < n) issue(kb, kf, 0);
                     },
                     [&]() { mbar_wait(vf, i & 1); },
                     [&]() {
                         wg_bar();
-                        if (i + 1 < n) {
-                            if (issuer && i + 2 < n) look_up(i + 2);
-                            if (ADDR != ADDR_PAGED) copy(i + 1, kb, kf, 0);
-                            copy(i + 1, vb, vf, 1);
+                        if (issuer && i + 1 < n) {
+                            if (ADDR != ADDR_PAGED) issue(kb, kf, 0);
+                            issue(vb, vf, 1);
+                            if (i + 2 < n) dec_look_up(c, i + 2, next);
                         }
                     });
             }

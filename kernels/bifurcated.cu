@@ -583,7 +583,6 @@ static cudaError_t bif_launch(attn_args_t *a, cudaStream_t stream)
         cp.slot_base = 0;
         cp.dec_keys = in_cta ? bif_dec_keys(p) : 0;
         cp.fold = fold;
-        cp.kv_dec = paged ? NULL : a->kv_dec;
         const int64_t ctas = attn_items(cp);
         if (ctas > INT_MAX) return cudaErrorInvalidConfiguration;
         if (wgmma) {
