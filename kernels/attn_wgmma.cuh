@@ -71,12 +71,6 @@
 #define WG_DEC_MMA_REGS 224
 #define WG_DEC_PRODUCER_REGS 24
 #define WG_DEC_REGS 40
-#ifndef WG_DEC_PACE
-#define WG_DEC_PACE 0 /* experiment: decode tile j waits for PACE% of j/n of the context tiles */
-#endif
-#ifndef WG_PROBE
-#define WG_PROBE 0
-#endif
 
 /* KT: keys per tile. 64 (96 KiB ring) leaves room on the SM for a lean decode CTA;
  * 128 (192 KiB ring) halves the per-tile costs (barrier waits, row reductions, the
@@ -389,11 +383,7 @@ __global__ void __launch_bounds__(wg_threads<KT, DEC>(), 1)
     const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5, wg = __shfl_sync(0xffffffffu, warp >> 2, 0);
     const T *kv = static_cast<const T *>(P.kv);
 
-    volatile int *ctx_done = reinterpret_cast<volatile int *>(tail + S::BARRIERS + S::DEC_RED + 8 + 32);
-    unsigned long long t0 = 0;
-    if (WG_PROBE) asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t0));
     if (TMA && tid == 0) {
-        if (DEC) *ctx_done = 0;
         for (int j = 0; j < NSLOTS; ++j) {
             mbar_init(smem_addr(&full[j]), 1);
             /* the producer's slot is free once every tensor-core warp has arrived */
@@ -730,13 +720,6 @@ __global__ void __launch_bounds__(wg_threads<KT, DEC>(), 1)
             const uint32_t kb = smem_addr(kp), vb = kb + S::TILE;
             const uint32_t kf = smem_addr(dec_kfull), vf = smem_addr(dec_vfull);
             const bool issuer = tid == WG_THREADS + WG_PRODUCER_THREADS;
-            const int nctx = tiles_of(c);
-            auto pace = [&](int j) {
-                if (WG_DEC_PACE > 0 && issuer) {
-                    const int target = (int)((int64_t)j * nctx * WG_DEC_PACE / (100 * n));
-                    while (*ctx_done < target) __nanosleep(64);
-                }
-            };
             /* a tile's blocks are looked up while the tile before it is computed, and kept
              * in shared memory, which spares the warpgroup's few registers */
             dec_source *next = reinterpret_cast<dec_source *>(dec_bar + 1);
@@ -758,24 +741,19 @@ __global__ void __launch_bounds__(wg_threads<KT, DEC>(), 1)
                 dec_compute(
                     c, i, kp,
                     [&]() {
-                        if (ADDR == ADDR_PAGED && issuer && i + 1 < n) { pace(i + 1); issue(kb, kf, 0); }
+                        if (ADDR == ADDR_PAGED && issuer && i + 1 < n) issue(kb, kf, 0);
                     },
                     [&]() { mbar_wait(vf, i & 1); },
                     [&]() {
                         wg_bar();
                         if (issuer && i + 1 < n) {
-                            if (ADDR != ADDR_PAGED) { pace(i + 1); issue(kb, kf, 0); }
+                            if (ADDR != ADDR_PAGED) issue(kb, kf, 0);
                             issue(vb, vf, 1);
                             if (i + 2 < n) dec_look_up(c, i + 2, next);
                         }
                     });
             }
             __threadfence_block();
-            if (WG_PROBE && issuer && (blockIdx.x % 16 == 0)) {
-                unsigned long long t1;
-                asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t1));
-                printf("probe cta %d dec_end %llu start %llu ndec %d nctx %d\n", blockIdx.x, t1, t0, n, nctx);
-            }
             dec_arrive(DEC_DONE_BAR); /* the partials are stored */
             return;
         }
@@ -1063,7 +1041,6 @@ __global__ void __launch_bounds__(wg_threads<KT, DEC>(), 1)
                 if (lk >= 0) release(lk);
             }
             release(lv);
-            if (WG_DEC_PACE > 0 && tid == 0) *ctx_done = t + 1;
             return;
         }
         if (TMA) {
@@ -1100,11 +1077,6 @@ __global__ void __launch_bounds__(wg_threads<KT, DEC>(), 1)
         if (t + 1 < ntiles) step(t + 1, std::integral_constant<int, 1>());
     }
 
-    if (WG_PROBE && DEC && tid == 0 && (blockIdx.x % 16 == 0)) {
-        unsigned long long t1;
-        asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t1));
-        printf("probe cta %d ctx_end %llu start %llu\n", blockIdx.x, t1, t0);
-    }
     /* the merge behind this grid, a programmatic dependent, may be set up now */
     attn_grid_dependents_go();
     cp_async_wait<0>();
