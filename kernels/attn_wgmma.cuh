@@ -104,8 +104,8 @@ struct wg_shape_t {
     static constexpr int SMEM = SLACK + BODY;
     static constexpr int THREADS = WG_THREADS + (PRODUCER ? WG_PRODUCER_THREADS : 0);
     static_assert(STAGING <= PIPE, "epilogue staging fits in the drained ring");
-    static_assert(BARRIERS >= 2 * 4 * 8 + 16 + 3 * 16, "up to four slots' TMA barriers, the release counts, the decode tiles' K and V barriers");
-    static_assert(TAIL >= BARRIERS + DEC_RED + 8 + 4 * 24 + 8, "the barriers and the decode scratch fit past the ring");
+    static_assert(BARRIERS >= 2 * 4 * 8 + 16 + 16, "up to four slots' TMA barriers, the release counts, the decode K and V barriers");
+    static_assert(TAIL >= BARRIERS + DEC_RED + 8 + 32, "the barriers and the decode scratch fit past the ring");
     static_assert(KT * (WG_D / 8) % WG_THREADS == 0, "tile copy divides among the threads");
     static_assert(SMEM <= 227 * 1024, "fits an SM's opt-in shared memory");
 
@@ -362,16 +362,11 @@ __global__ void __launch_bounds__(wg_threads<KT, DEC>(), 1)
     uint64_t *full = reinterpret_cast<uint64_t *>(tail);
     uint64_t *empty = full + NSLOTS;
     unsigned int *released = reinterpret_cast<unsigned int *>(empty + NSLOTS);
-    /* the decode tile buffers' K and V transaction barriers (past released), K_0 V_0 K_1 ... */
-    uint64_t *dec_full = empty + NSLOTS + 2;
+    /* the decode K and V slots' transaction barriers (past released) */
+    uint64_t *dec_kfull = empty + NSLOTS + 2, *dec_vfull = dec_kfull + 1;
     /* decode tiles: the decode warpgroup's 4 warps' column maxima, then sums */
     float *dec_red = reinterpret_cast<float *>(tail + S::BARRIERS);
     uint64_t *dec_bar = reinterpret_cast<uint64_t *>(tail + S::BARRIERS + S::DEC_RED);
-    /* then the decode tiles' sources (a ring of four, decode tiles below), the flag the
-     * tensor-core warpgroups raise once their context loop is done with the ring, and the
-     * first decode tile the ring's context slots take (INT_MAX: none) */
-    volatile int *ctx_done = reinterpret_cast<volatile int *>(tail + S::BARRIERS + S::DEC_RED + 8 + 4 * 24);
-    volatile int *dec_tail = ctx_done + 1;
     /* Named barriers between the tensor-core warpgroups and the decode warpgroup (0 is
      * __syncthreads, 1 the tensor-core warpgroups'): Q has landed; the decode partials
      * are stored. Each is one side's arrive and the other's sync. */
@@ -396,9 +391,8 @@ __global__ void __launch_bounds__(wg_threads<KT, DEC>(), 1)
         }
         if (DEC) {
             mbar_init(smem_addr(dec_bar), WG_DEC_THREADS);
-            for (int b = 0; b < 6; ++b) mbar_init(smem_addr(&dec_full[b]), 1);
-            *ctx_done = 0;
-            *dec_tail = INT_MAX;
+            mbar_init(smem_addr(dec_kfull), 1);
+            mbar_init(smem_addr(dec_vfull), 1);
         }
         asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
     }
@@ -707,94 +701,55 @@ __global__ void __launch_bounds__(wg_threads<KT, DEC>(), 1)
             return;
         }
         /* The decode warpgroup: every decode tile of the CTA's item in turn, its K and V
-         * copied by the warpgroup's first thread, each on a barrier of its own, into a
-         * tile buffer: the ring's last two slots while the context loop runs, the next
-         * tile's V once every warp's O^T is done with the V slot. On a paged cache the next
-         * tile's K goes as soon as every warp's S^T is done with the K slot (P^T in a
-         * buffer of its own), so that its eight boxes land while this tile's softmax, O^T
-         * and stores go on: 1-5% off paged GQA and MHA at 8k on the H100. On a contiguous
-         * cache, where that made GQA W = 128 and 256 at 8k 4-5% slower, it goes with the
-         * V, and P^T over the K tile (in its own buffer the same rows took about 1% longer;
-         * results/h100/dec-k-early/). Once the context loop is done (ctx_done), its four
-         * slots are two more tile buffers: from the next tile on (dec_tail) the tiles go
-         * round the three buffers, two tiles in flight while one is computed, where a
-         * CTA's decode tiles outlast its context loop (MHA at large W: a third of the
-         * CTA's life on the H100, results/h100/dec-pace/). Its own code only, after its
-         * setmaxnreg: code both kinds of warpgroup reached would be held to the launch's
-         * registers. */
+         * copied into the ring's last two slots by the warpgroup's first thread, each on
+         * a barrier of its own, the next tile's V once every warp's O^T is done with the
+         * V slot. On a paged cache the next tile's K goes as soon as every warp's S^T is
+         * done with the K slot (P^T in a buffer of its own), so that its eight boxes
+         * land while this tile's softmax, O^T and stores go on: 1-5% off paged GQA and
+         * MHA at 8k on the H100. On a contiguous cache, where that made GQA W = 128 and
+         * 256 at 8k 4-5% slower, it goes with the V, and P^T over the K tile (in its own
+         * buffer the same rows took about 1% longer; results/h100/dec-k-early/). Its own
+         * code only, after its setmaxnreg: code both kinds of warpgroup reached would be
+         * held to the launch's registers. */
         if (DEC && wg == 3) {
             asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" ::"n"(WG_DEC_REGS));
             const cta_coord c = cta_decompose(P, blockIdx.x);
             const int n = dec_ntiles(c);
             dec_sync(DEC_Q_BAR); /* Q has landed */
+            unsigned char *kp = pipe + NSLOTS * S::TILE;
+            const uint32_t kb = smem_addr(kp), vb = kb + S::TILE;
+            const uint32_t kf = smem_addr(dec_kfull), vf = smem_addr(dec_vfull);
             const bool issuer = tid == WG_THREADS + WG_PRODUCER_THREADS;
-            /* tile buffer b's K slot (its V slot after it) and barriers: 0 the ring's last
-             * two slots, 1 and 2 the context's */
-            auto buf = [&](int b) { return pipe + (b == 0 ? NSLOTS : 2 * b - 2) * S::TILE; };
-            auto full_of = [&](int b, int which) { return smem_addr(&dec_full[2 * b + which]); };
-            /* Tile i's buffer and the buffer's use count (its barriers' phase): buffer 0
-             * before tile tl, then buffers 1, 2, 0, 1, ... */
-            auto where = [&](int i, int tl, int &u) {
-                if (i < tl) { u = i; return 0; }
-                const int r = i - tl, q = r / 3, pos = r - 3 * q;
-                u = pos == 2 ? tl + q : q;
-                return pos == 2 ? 0 : pos + 1;
-            };
-            /* Tile i's sources (dec_look_up) in a ring of four, each looked up after the
-             * copies before it, while the tiles before it are computed; in shared memory,
-             * which spares the warpgroup's few registers. */
-            dec_source *srcs = reinterpret_cast<dec_source *>(dec_bar + 1);
-            auto look_up = [&](int i) { dec_look_up(c, i, &srcs[i & 3]); };
+            /* a tile's blocks are looked up while the tile before it is computed, and kept
+             * in shared memory, which spares the warpgroup's few registers */
+            dec_source *next = reinterpret_cast<dec_source *>(dec_bar + 1);
             const CUtensorMap *map = ADDR == ADDR_CTX ? &dec_map : &ctx_map;
-            auto issue = [&](int i, int b, int which) {
-                if constexpr (ADDR == ADDR_PAGED) cp_async_wait<0>(); /* its block ids */
-                const dec_source src = srcs[i & 3];
-                const uint32_t bar = full_of(b, which);
+            auto issue = [&](uint32_t dst, uint32_t bar, int which) {
+                if constexpr (ADDR == ADDR_PAGED) cp_async_wait<0>(); /* next's block ids */
+                const dec_source src = *next;
                 mbar_expect_tx(bar, S::TILE);
-                tma_kv_in(map, smem_addr(buf(b)) + which * S::TILE, bar, src.mat, src.key, c.head, src.tb, which);
+                tma_kv_in(map, dst, bar, src.mat, src.key, c.head, src.tb, which);
             };
             if (issuer && n > 0) {
-                look_up(0);
-                issue(0, 0, 0);
-                issue(0, 0, 1);
-                if (n > 1) look_up(1);
+                dec_look_up(c, 0, next);
+                issue(kb, kf, 0);
+                issue(vb, vf, 1);
+                if (n > 1) dec_look_up(c, 1, next);
             }
             for (int i = 0; i < n; ++i) {
-                int u;
-                const int b = where(i, *dec_tail, u);
-                mbar_wait(full_of(b, 0), u & 1);
+                mbar_wait(kf, i & 1);
                 dec_compute(
-                    c, i, buf(b),
+                    c, i, kp,
                     [&]() {
-                        if (!issuer || i + 1 >= n || *dec_tail != INT_MAX) return;
-                        if (*ctx_done) { /* the ring's context slots take tiles i + 1 and i + 2 */
-                            *dec_tail = i + 1;
-                            issue(i + 1, 1, 0);
-                            issue(i + 1, 1, 1);
-                            if (i + 2 < n) {
-                                look_up(i + 2);
-                                issue(i + 2, 2, 0);
-                                issue(i + 2, 2, 1);
-                            }
-                            if (i + 3 < n) look_up(i + 3);
-                        } else if (ADDR == ADDR_PAGED) {
-                            issue(i + 1, 0, 0);
-                        }
+                        if (ADDR == ADDR_PAGED && issuer && i + 1 < n) issue(kb, kf, 0);
                     },
-                    [&]() { mbar_wait(full_of(b, 1), u & 1); },
+                    [&]() { mbar_wait(vf, i & 1); },
                     [&]() {
                         wg_bar();
-                        if (!issuer) return;
-                        if (*dec_tail == INT_MAX) { /* one buffer: the next tile */
-                            if (i + 1 < n) {
-                                if (ADDR != ADDR_PAGED) issue(i + 1, 0, 0);
-                                issue(i + 1, 0, 1);
-                                if (i + 2 < n) look_up(i + 2);
-                            }
-                        } else if (i + 3 < n) { /* three: this buffer takes the tile after the two in flight */
-                            issue(i + 3, b, 0);
-                            issue(i + 3, b, 1);
-                            if (i + 4 < n) look_up(i + 4);
+                        if (issuer && i + 1 < n) {
+                            if (ADDR != ADDR_PAGED) issue(kb, kf, 0);
+                            issue(vb, vf, 1);
+                            if (i + 2 < n) dec_look_up(c, i + 2, next);
                         }
                     });
             }
@@ -1126,12 +1081,6 @@ __global__ void __launch_bounds__(wg_threads<KT, DEC>(), 1)
     attn_grid_dependents_go();
     cp_async_wait<0>();
     cta_sync();
-    if (DEC) {
-        /* The context loop is done with the ring: the decode warpgroup may take its slots
-         * (decode tiles) until it is done, and then the state is staged there. */
-        if (tid == 0) *ctx_done = 1;
-        dec_sync(DEC_DONE_BAR); /* and the decode warpgroup's partials are stored */
-    }
     float *st_o = reinterpret_cast<float *>(pipe);
     float *st_m = st_o + WG_ROWS * (WG_D + 8);
     float *st_l = st_m + WG_ROWS;
@@ -1147,7 +1096,8 @@ __global__ void __launch_bounds__(wg_threads<KT, DEC>(), 1)
             *reinterpret_cast<float2 *>(st_o + row * (WG_D + 8) + 8 * n + 2 * (lane & 3)) =
                 make_float2(o[4 * n + 2 * h], o[4 * n + 2 * h + 1]);
     }
-    cta_sync();
+    if (DEC) dec_sync(DEC_DONE_BAR); /* and the decode warpgroup's partials are stored */
+    else cta_sync();
     /* With one split the CTA holds every partial of its rows: the context's, staged,
      * and its decode tiles' in the workspace (stored by the decode warpgroup before
      * the barrier above, which orders them for every thread of the two warpgroups). It folds them and writes
