@@ -55,15 +55,17 @@
 
 #define WG_KT_WIDE 128      /* the wide tiles: TMA path only, one CTA per SM */
 #define WG_TMA_MIN_BLOCK 64 /* paged blocks the TMA path takes: at most KT / 64 boxes per tile */
-/* The wide body's producer warpgroup (one thread of it issues the copies) and the
+/* The wide body's producer warpgroup (one thread of it issues the copies, with decode
+ * tiles a thread of its second warp theirs) and the
  * registers setmaxnreg deals out: the launch gives each of the 384 threads 168 (the
  * 64K file over 384, in steps of 8); the producer gives up what the two tensor-core
  * warpgroups need beyond that (232 each leave none of their registers spilled; the
  * producer's thread needs 40). With decode tiles a fourth warpgroup computes them
  * (attn_wgmma_ctx_kernel: decode tiles): 512 threads at 128 each, and 224 for the
  * tensor-core warpgroups (their loop spills none; at 216 it spills 16 bytes), 24 for
- * the producer and 40 for the decode warpgroup (the kernel then spills 4 bytes on a
- * contiguous cache, 48 on a paged one, ptxas -v). */
+ * the producer and 40 for the decode warpgroup, which then spills none (the producer's
+ * two threads spill 48-84 bytes, ptxas -v and the SASS; with 32 and 32 the decode
+ * warpgroup spills). */
 #define WG_PRODUCER_THREADS 128
 #define WG_MMA_REGS 232
 #define WG_PRODUCER_REGS 40
@@ -104,7 +106,7 @@ struct wg_shape_t {
     static constexpr int SMEM = SLACK + BODY;
     static constexpr int THREADS = WG_THREADS + (PRODUCER ? WG_PRODUCER_THREADS : 0);
     static_assert(STAGING <= PIPE, "epilogue staging fits in the drained ring");
-    static_assert(BARRIERS >= 2 * 4 * 8 + 16 + 16, "up to four slots' TMA barriers, the release counts, the decode K and V barriers");
+    static_assert(BARRIERS >= 2 * 4 * 8 + 16 + 32, "up to four slots' TMA barriers, the release counts, the decode slots' barriers");
     static_assert(TAIL >= BARRIERS + DEC_RED + 8 + 32, "the barriers and the decode scratch fit past the ring");
     static_assert(KT * (WG_D / 8) % WG_THREADS == 0, "tile copy divides among the threads");
     static_assert(SMEM <= 227 * 1024, "fits an SM's opt-in shared memory");
@@ -362,8 +364,10 @@ __global__ void __launch_bounds__(wg_threads<KT, DEC>(), 1)
     uint64_t *full = reinterpret_cast<uint64_t *>(tail);
     uint64_t *empty = full + NSLOTS;
     unsigned int *released = reinterpret_cast<unsigned int *>(empty + NSLOTS);
-    /* the decode K and V slots' transaction barriers (past released) */
+    /* the decode K and V slots' transaction barriers (past released), and the barriers
+     * the decode warpgroup's threads arrive on once done with each */
     uint64_t *dec_kfull = empty + NSLOTS + 2, *dec_vfull = dec_kfull + 1;
+    uint64_t *dec_kempty = dec_vfull + 1, *dec_vempty = dec_kempty + 1;
     /* decode tiles: the decode warpgroup's 4 warps' column maxima, then sums */
     float *dec_red = reinterpret_cast<float *>(tail + S::BARRIERS);
     uint64_t *dec_bar = reinterpret_cast<uint64_t *>(tail + S::BARRIERS + S::DEC_RED);
@@ -393,6 +397,8 @@ __global__ void __launch_bounds__(wg_threads<KT, DEC>(), 1)
             mbar_init(smem_addr(dec_bar), WG_DEC_THREADS);
             mbar_init(smem_addr(dec_kfull), 1);
             mbar_init(smem_addr(dec_vfull), 1);
+            mbar_init(smem_addr(dec_kempty), WG_DEC_THREADS);
+            mbar_init(smem_addr(dec_vempty), WG_DEC_THREADS);
         }
         asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
     }
@@ -416,8 +422,7 @@ __global__ void __launch_bounds__(wg_threads<KT, DEC>(), 1)
      * of kv_row_ref's indirection test), loaded before a warp's GEMMs and first used
      * after them (kv_row_ref says why). */
     auto table_row = [&](int stream) { return (int64_t)stream * P.geom.max_blocks_per_seq; };
-    auto block_entry = [&](int64_t trow, int pos) { return P.table + trow + (pos >> P.geom.block_shift); };
-    auto block_at = [&](int64_t trow, int pos) { return __ldg(block_entry(trow, pos)); };
+    auto block_at = [&](int64_t trow, int pos) { return __ldg(P.table + trow + (pos >> P.geom.block_shift)); };
     auto block_of = [&](const cta_coord &c, int pos) { return block_at(table_row(c.unit * P.addr_stream_mult), pos); };
     /* Paged: the boxes of tile j, a box per block the tile spans (S >= 64: one or two),
      * their block ids loaded together (block_of). A box past the context part's keys (whole blocks)
@@ -517,28 +522,24 @@ __global__ void __launch_bounds__(wg_threads<KT, DEC>(), 1)
     auto dec_stream = [&](const cta_coord &c, int row) {
         return c.unit * P.streams_per_unit + ((c.row_tile * WG_ROWS + row) >> group_shift);
     };
-    /* Decode tile i of the item c (tile i % dec_tiles of job i / dec_tiles): where it is
-     * (its stream's K_d/V_d matrix and first key, or its blocks), written to the shared
-     * dst. Paged, the block ids come by cp.async, to be waited for (cp_async_wait) before
-     * dst is read: loaded into registers, the thread that looks the tile up waited out
-     * the table's round trip (an L2 miss under the decode part's streaming, often) before
-     * every decode tile, and its warpgroup with it at the next GEMM. */
+    /* Decode tile i of the item c (tile i % dec_tiles of job i / dec_tiles): where it is,
+     * its stream's K_d/V_d matrix and first key, or its blocks. */
     struct dec_source { int mat, key; tile_boxes tb; };
-    auto dec_look_up = [&](const cta_coord &c, int i, dec_source *dst) {
+    auto dec_look_up = [&](const cta_coord &c, int i) {
+        dec_source d{};
         const int q = dec_job(i), stream = dec_stream(c, dec_job_row(c, q));
-        const int key = (i - q * dec_tiles) * KT;
-        dst->mat = stream * 2 * P.kv_heads + c.head;
-        dst->key = key;
+        d.key = (i - q * dec_tiles) * KT;
+        d.mat = stream * 2 * P.kv_heads + c.head;
         if constexpr (ADDR == ADDR_PAGED) {
             const int64_t trow = table_row(stream);
 #pragma unroll
             for (int b = 0; b < MAX_BOXES; ++b) {
-                const int pos = box_pos(P.key_end + key, b, P.key_end + P.dec_keys);
-                dst->tb.row[b] = pos & (P.geom.block_size - 1);
-                cp_async4(smem_addr(&dst->tb.block[b]), block_entry(trow, pos));
+                const int pos = box_pos(P.key_end + d.key, b, P.key_end + P.dec_keys);
+                d.tb.row[b] = pos & (P.geom.block_size - 1);
+                d.tb.block[b] = block_at(trow, pos);
             }
-            cp_async_commit();
         }
+        return d;
     };
     /* the decode warpgroup's own barrier: an mbarrier of its 128 threads, whose phases
      * its threads count alike */
@@ -664,6 +665,34 @@ __global__ void __launch_bounds__(wg_threads<KT, DEC>(), 1)
         __syncthreads(); /* the barriers are initialised */
         if (wg == 2) {
             asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" ::"n"(DEC ? WG_DEC_PRODUCER_REGS : WG_PRODUCER_REGS));
+            /* The decode tiles' copies: a thread of the producer warpgroup's second warp
+             * copies each tile's K and V into the ring's last two slots, each on a barrier
+             * of its own, once every thread of the decode warpgroup is done with the tile
+             * before it there (the decode warpgroup, below, says when); each tile is
+             * looked up while the one before it is copied and computed. Issued by a
+             * thread of the decode warpgroup, the copies and look-ups took that
+             * warpgroup's few registers (the paged kernel spilled 48 bytes) and sat in
+             * its chain of waits, which paces the step wherever a CTA's decode tiles are
+             * many (results/h100/dec-pace/). */
+            if (DEC && tid == WG_THREADS + 32) {
+                const cta_coord c = cta_decompose(P, blockIdx.x);
+                const int n = dec_ntiles(c);
+                const CUtensorMap *map = ADDR == ADDR_CTX ? &dec_map : &ctx_map;
+                const uint32_t kb = smem_addr(pipe + NSLOTS * S::TILE), vb = kb + S::TILE;
+                const uint32_t kf = smem_addr(dec_kfull), vf = smem_addr(dec_vfull);
+                dec_source src = n > 0 ? dec_look_up(c, 0) : dec_source{};
+                for (int i = 0; i < n; ++i) {
+                    const dec_source next = i + 1 < n ? dec_look_up(c, i + 1) : dec_source{};
+                    if (i > 0) mbar_wait(smem_addr(dec_kempty), (i - 1) & 1);
+                    mbar_expect_tx(kf, S::TILE);
+                    tma_kv_in(map, kb, kf, src.mat, src.key, c.head, src.tb, 0);
+                    if (i > 0) mbar_wait(smem_addr(dec_vempty), (i - 1) & 1);
+                    mbar_expect_tx(vf, S::TILE);
+                    tma_kv_in(map, vb, vf, src.mat, src.key, c.head, src.tb, 1);
+                    src = next;
+                }
+                return;
+            }
             if (tid != WG_THREADS) return;
             /* The CTA's tiles in turn, in the order the tensor-core warps free them (with
              * DEC each K and V tile apart, in ring_order): the first NSLOTS at once, slot
@@ -700,57 +729,35 @@ __global__ void __launch_bounds__(wg_threads<KT, DEC>(), 1)
             }
             return;
         }
-        /* The decode warpgroup: every decode tile of the CTA's item in turn, its K and V
-         * copied into the ring's last two slots by the warpgroup's first thread, each on
-         * a barrier of its own, the next tile's V once every warp's O^T is done with the
-         * V slot. On a paged cache the next tile's K goes as soon as every warp's S^T is
-         * done with the K slot (P^T in a buffer of its own), so that its eight boxes
-         * land while this tile's softmax, O^T and stores go on: 1-5% off paged GQA and
-         * MHA at 8k on the H100. On a contiguous cache, where that made GQA W = 128 and
-         * 256 at 8k 4-5% slower, it goes with the V, and P^T over the K tile (in its own
-         * buffer the same rows took about 1% longer; results/h100/dec-k-early/). Its own
-         * code only, after its setmaxnreg: code both kinds of warpgroup reached would be
-         * held to the launch's registers. */
+        /* The decode warpgroup: every decode tile of the CTA's item in turn, from the
+         * ring's last two slots, which the producer warpgroup's decode copier refills:
+         * the next tile's V once every thread is done with O^T. On a paged cache the
+         * next tile's K goes as soon as every warp's S^T is done with the K slot (P^T in a
+         * buffer of its own), so that its eight boxes land while this tile's softmax, O^T
+         * and stores go on: 1-5% off paged GQA and MHA at 8k on the H100. On a contiguous
+         * cache, where that made GQA W = 128 and 256 at 8k 4-5% slower, it goes with the
+         * V, and P^T over the K tile (in its own buffer the same rows took about 1% longer;
+         * results/h100/dec-k-early/). Its own code only, after its setmaxnreg: code both
+         * kinds of warpgroup reached would be held to the launch's registers. */
         if (DEC && wg == 3) {
             asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" ::"n"(WG_DEC_REGS));
             const cta_coord c = cta_decompose(P, blockIdx.x);
             const int n = dec_ntiles(c);
             dec_sync(DEC_Q_BAR); /* Q has landed */
             unsigned char *kp = pipe + NSLOTS * S::TILE;
-            const uint32_t kb = smem_addr(kp), vb = kb + S::TILE;
             const uint32_t kf = smem_addr(dec_kfull), vf = smem_addr(dec_vfull);
-            const bool issuer = tid == WG_THREADS + WG_PRODUCER_THREADS;
-            /* a tile's blocks are looked up while the tile before it is computed, and kept
-             * in shared memory, which spares the warpgroup's few registers */
-            dec_source *next = reinterpret_cast<dec_source *>(dec_bar + 1);
-            const CUtensorMap *map = ADDR == ADDR_CTX ? &dec_map : &ctx_map;
-            auto issue = [&](uint32_t dst, uint32_t bar, int which) {
-                if constexpr (ADDR == ADDR_PAGED) cp_async_wait<0>(); /* next's block ids */
-                const dec_source src = *next;
-                mbar_expect_tx(bar, S::TILE);
-                tma_kv_in(map, dst, bar, src.mat, src.key, c.head, src.tb, which);
-            };
-            if (issuer && n > 0) {
-                dec_look_up(c, 0, next);
-                issue(kb, kf, 0);
-                issue(vb, vf, 1);
-                if (n > 1) dec_look_up(c, 1, next);
-            }
+            const uint32_t ke = smem_addr(dec_kempty), ve = smem_addr(dec_vempty);
             for (int i = 0; i < n; ++i) {
                 mbar_wait(kf, i & 1);
                 dec_compute(
                     c, i, kp,
                     [&]() {
-                        if (ADDR == ADDR_PAGED && issuer && i + 1 < n) issue(kb, kf, 0);
+                        if (ADDR == ADDR_PAGED) mbar_arrive(ke);
                     },
                     [&]() { mbar_wait(vf, i & 1); },
                     [&]() {
-                        wg_bar();
-                        if (issuer && i + 1 < n) {
-                            if (ADDR != ADDR_PAGED) issue(kb, kf, 0);
-                            issue(vb, vf, 1);
-                            if (i + 2 < n) dec_look_up(c, i + 2, next);
-                        }
+                        if (ADDR != ADDR_PAGED) mbar_arrive(ke);
+                        mbar_arrive(ve);
                     });
             }
             __threadfence_block();
