@@ -204,6 +204,14 @@ __device__ __forceinline__ void mbar_wait(uint32_t bar, int parity)
                  "WAIT_%=:\n mbarrier.try_wait.parity.shared::cta.b64 done, [%0], %1;\n"
                  " @!done bra WAIT_%=;\n}\n" ::"r"(bar), "r"(parity) : "memory");
 }
+/* mbar_wait by polling (test_wait, which never suspends the thread): for a thread whose
+ * every wait is on the critical path of others (the decode copier). */
+__device__ __forceinline__ void mbar_spin(uint32_t bar, int parity)
+{
+    asm volatile("{\n .reg .pred done;\n"
+                 "SPIN_%=:\n mbarrier.test_wait.parity.shared::cta.b64 done, [%0], %1;\n"
+                 " @!done bra SPIN_%=;\n}\n" ::"r"(bar), "r"(parity) : "memory");
+}
 __device__ __forceinline__ void tma_load_3d(uint32_t dst, const CUtensorMap *map, int x, int y, int z, uint32_t bar)
 {
     asm volatile("cp.async.bulk.tensor.3d.shared::cluster.global.tile.mbarrier::complete_tx::bytes"
@@ -683,10 +691,10 @@ __global__ void __launch_bounds__(wg_threads<KT, DEC>(), 1)
                 dec_source src = n > 0 ? dec_look_up(c, 0) : dec_source{};
                 for (int i = 0; i < n; ++i) {
                     const dec_source next = i + 1 < n ? dec_look_up(c, i + 1) : dec_source{};
-                    if (i > 0) mbar_wait(smem_addr(dec_kempty), (i - 1) & 1);
+                    if (i > 0) mbar_spin(smem_addr(dec_kempty), (i - 1) & 1);
                     mbar_expect_tx(kf, S::TILE);
                     tma_kv_in(map, kb, kf, src.mat, src.key, c.head, src.tb, 0);
-                    if (i > 0) mbar_wait(smem_addr(dec_vempty), (i - 1) & 1);
+                    if (i > 0) mbar_spin(smem_addr(dec_vempty), (i - 1) & 1);
                     mbar_expect_tx(vf, S::TILE);
                     tma_kv_in(map, vb, vf, src.mat, src.key, c.head, src.tb, 1);
                     src = next;
