@@ -55,17 +55,15 @@
 
 #define WG_KT_WIDE 128      /* the wide tiles: TMA path only, one CTA per SM */
 #define WG_TMA_MIN_BLOCK 64 /* paged blocks the TMA path takes: at most KT / 64 boxes per tile */
-/* The wide body's producer warpgroup (one thread of it issues the copies, with decode
- * tiles a thread of its second warp theirs) and the
+/* The wide body's producer warpgroup (one thread of it issues the copies) and the
  * registers setmaxnreg deals out: the launch gives each of the 384 threads 168 (the
  * 64K file over 384, in steps of 8); the producer gives up what the two tensor-core
  * warpgroups need beyond that (232 each leave none of their registers spilled; the
  * producer's thread needs 40). With decode tiles a fourth warpgroup computes them
  * (attn_wgmma_ctx_kernel: decode tiles): 512 threads at 128 each, and 224 for the
  * tensor-core warpgroups (their loop spills none; at 216 it spills 16 bytes), 24 for
- * the producer and 40 for the decode warpgroup, which then spills none (the producer's
- * two threads spill 48-84 bytes, ptxas -v and the SASS; with 32 and 32 the decode
- * warpgroup spills). */
+ * the producer and 40 for the decode warpgroup (the kernel then spills 4 bytes on a
+ * contiguous cache, 48 on a paged one, ptxas -v). */
 #define WG_PRODUCER_THREADS 128
 #define WG_MMA_REGS 232
 #define WG_PRODUCER_REGS 40
@@ -204,14 +202,6 @@ __device__ __forceinline__ void mbar_wait(uint32_t bar, int parity)
                  "WAIT_%=:\n mbarrier.try_wait.parity.shared::cta.b64 done, [%0], %1;\n"
                  " @!done bra WAIT_%=;\n}\n" ::"r"(bar), "r"(parity) : "memory");
 }
-/* mbar_wait by polling (test_wait, which never suspends the thread): for a thread whose
- * every wait is on the critical path of others (the decode copier). */
-__device__ __forceinline__ void mbar_spin(uint32_t bar, int parity)
-{
-    asm volatile("{\n .reg .pred done;\n"
-                 "SPIN_%=:\n mbarrier.test_wait.parity.shared::cta.b64 done, [%0], %1;\n"
-                 " @!done bra SPIN_%=;\n}\n" ::"r"(bar), "r"(parity) : "memory");
-}
 __device__ __forceinline__ void tma_load_3d(uint32_t dst, const CUtensorMap *map, int x, int y, int z, uint32_t bar)
 {
     asm volatile("cp.async.bulk.tensor.3d.shared::cluster.global.tile.mbarrier::complete_tx::bytes"
@@ -327,8 +317,11 @@ __device__ __forceinline__ float wg_tree(float (&r)[N], Op op)
  * turn, in a persistent grid that holds only some of the SMs while the decode part
  * streams on the others (bifurcated.cu: bif_ctx_sms); else a grid of one CTA per
  * item. The TMA barriers are initialised once; their phases run on across items
- * (tile_base counts the tiles of the CTA's earlier items). */
-template <typename T, int ADDR, bool TMA, int KT = WG_KT, bool PERSIST = false, bool DEC = false>
+ * (tile_base counts the tiles of the CTA's earlier items).
+ *
+ * COPIER: with decode tiles (DEC), a thread of the producer warpgroup copies them, not
+ * one of the decode warpgroup (decode tiles, below). */
+template <typename T, int ADDR, bool TMA, int KT = WG_KT, bool PERSIST = false, bool DEC = false, bool COPIER = false>
 __global__ void __launch_bounds__(wg_threads<KT, DEC>(), 1)
     attn_wgmma_ctx_kernel(const attn_params_t P, const __grid_constant__ CUtensorMap ctx_map,
                           const __grid_constant__ CUtensorMap dec_map)
@@ -349,6 +342,7 @@ __global__ void __launch_bounds__(wg_threads<KT, DEC>(), 1)
      * warpgroup's registers would take; there the last reader refills the stage. */
     constexpr bool PRODUCER = S::PRODUCER;
     static_assert(!DEC || (PRODUCER && !PERSIST), "the decode tiles are the wide body's, one item per CTA");
+    static_assert(!COPIER || DEC, "the copier copies decode tiles");
     extern __shared__ __align__(128) unsigned char smem_raw[];
     const uint32_t raw = smem_addr(smem_raw);
     const uint32_t pad = (S::ALIGN - (raw & (S::ALIGN - 1))) & (S::ALIGN - 1);
@@ -372,8 +366,8 @@ __global__ void __launch_bounds__(wg_threads<KT, DEC>(), 1)
     uint64_t *full = reinterpret_cast<uint64_t *>(tail);
     uint64_t *empty = full + NSLOTS;
     unsigned int *released = reinterpret_cast<unsigned int *>(empty + NSLOTS);
-    /* the decode K and V slots' transaction barriers (past released), and the barriers
-     * the decode warpgroup's threads arrive on once done with each */
+    /* the decode K and V slots' transaction barriers (past released), and with the
+     * copier those the decode warpgroup's threads arrive on once done with each slot */
     uint64_t *dec_kfull = empty + NSLOTS + 2, *dec_vfull = dec_kfull + 1;
     uint64_t *dec_kempty = dec_vfull + 1, *dec_vempty = dec_kempty + 1;
     /* decode tiles: the decode warpgroup's 4 warps' column maxima, then sums */
@@ -405,8 +399,10 @@ __global__ void __launch_bounds__(wg_threads<KT, DEC>(), 1)
             mbar_init(smem_addr(dec_bar), WG_DEC_THREADS);
             mbar_init(smem_addr(dec_kfull), 1);
             mbar_init(smem_addr(dec_vfull), 1);
-            mbar_init(smem_addr(dec_kempty), WG_DEC_THREADS);
-            mbar_init(smem_addr(dec_vempty), WG_DEC_THREADS);
+            if (COPIER) {
+                mbar_init(smem_addr(dec_kempty), WG_DEC_THREADS);
+                mbar_init(smem_addr(dec_vempty), WG_DEC_THREADS);
+            }
         }
         asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
     }
@@ -430,7 +426,8 @@ __global__ void __launch_bounds__(wg_threads<KT, DEC>(), 1)
      * of kv_row_ref's indirection test), loaded before a warp's GEMMs and first used
      * after them (kv_row_ref says why). */
     auto table_row = [&](int stream) { return (int64_t)stream * P.geom.max_blocks_per_seq; };
-    auto block_at = [&](int64_t trow, int pos) { return __ldg(P.table + trow + (pos >> P.geom.block_shift)); };
+    auto block_entry = [&](int64_t trow, int pos) { return P.table + trow + (pos >> P.geom.block_shift); };
+    auto block_at = [&](int64_t trow, int pos) { return __ldg(block_entry(trow, pos)); };
     auto block_of = [&](const cta_coord &c, int pos) { return block_at(table_row(c.unit * P.addr_stream_mult), pos); };
     /* Paged: the boxes of tile j, a box per block the tile spans (S >= 64: one or two),
      * their block ids loaded together (block_of). A box past the context part's keys (whole blocks)
@@ -530,10 +527,32 @@ __global__ void __launch_bounds__(wg_threads<KT, DEC>(), 1)
     auto dec_stream = [&](const cta_coord &c, int row) {
         return c.unit * P.streams_per_unit + ((c.row_tile * WG_ROWS + row) >> group_shift);
     };
-    /* Decode tile i of the item c (tile i % dec_tiles of job i / dec_tiles): where it is,
-     * its stream's K_d/V_d matrix and first key, or its blocks. */
+    /* Decode tile i of the item c (tile i % dec_tiles of job i / dec_tiles): where it is
+     * (its stream's K_d/V_d matrix and first key, or its blocks), written to the shared
+     * dst. Paged, the block ids come by cp.async, to be waited for (cp_async_wait) before
+     * dst is read: loaded into registers, the thread that looks the tile up waited out
+     * the table's round trip (an L2 miss under the decode part's streaming, often) before
+     * every decode tile, and its warpgroup with it at the next GEMM. */
     struct dec_source { int mat, key; tile_boxes tb; };
-    auto dec_look_up = [&](const cta_coord &c, int i) {
+    auto dec_look_up = [&](const cta_coord &c, int i, dec_source *dst) {
+        const int q = dec_job(i), stream = dec_stream(c, dec_job_row(c, q));
+        const int key = (i - q * dec_tiles) * KT;
+        dst->mat = stream * 2 * P.kv_heads + c.head;
+        dst->key = key;
+        if constexpr (ADDR == ADDR_PAGED) {
+            const int64_t trow = table_row(stream);
+#pragma unroll
+            for (int b = 0; b < MAX_BOXES; ++b) {
+                const int pos = box_pos(P.key_end + key, b, P.key_end + P.dec_keys);
+                dst->tb.row[b] = pos & (P.geom.block_size - 1);
+                cp_async4(smem_addr(&dst->tb.block[b]), block_entry(trow, pos));
+            }
+            cp_async_commit();
+        }
+    };
+    /* The same in registers, for the copier, whose look-up of a tile goes out before it
+     * waits to copy the one before it. */
+    auto dec_source_of = [&](const cta_coord &c, int i) {
         dec_source d{};
         const int q = dec_job(i), stream = dec_stream(c, dec_job_row(c, q));
         d.key = (i - q * dec_tiles) * KT;
@@ -673,28 +692,28 @@ __global__ void __launch_bounds__(wg_threads<KT, DEC>(), 1)
         __syncthreads(); /* the barriers are initialised */
         if (wg == 2) {
             asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" ::"n"(DEC ? WG_DEC_PRODUCER_REGS : WG_PRODUCER_REGS));
-            /* The decode tiles' copies: a thread of the producer warpgroup's second warp
-             * copies each tile's K and V into the ring's last two slots, each on a barrier
-             * of its own, once every thread of the decode warpgroup is done with the tile
-             * before it there (the decode warpgroup, below, says when); each tile is
-             * looked up while the one before it is copied and computed. Issued by a
-             * thread of the decode warpgroup, the copies and look-ups took that
-             * warpgroup's few registers (the paged kernel spilled 48 bytes) and sat in
-             * its chain of waits, which paces the step wherever a CTA's decode tiles are
-             * many (results/h100/dec-pace/). */
-            if (DEC && tid == WG_THREADS + 32) {
+            /* The copier (COPIER): a thread of the producer warpgroup's second warp copies
+             * each decode tile's K and V into the ring's last two slots, each on a barrier
+             * of its own, once every thread of the decode warpgroup has arrived done with
+             * the tile before it there (the decode warpgroup, below, says when), each tile
+             * looked up while the one before it is copied and computed. The decode
+             * warpgroup then holds no copy or look-up code: on a paged cache its 40
+             * registers then suffice (with them it spilled 48 bytes in its tile loop), but
+             * the producer's spill more, and the context's copies come later: it pays
+             * where a CTA's decode tiles outnumber its context tiles (bif_copier). */
+            if (COPIER && tid == WG_THREADS + 32) {
                 const cta_coord c = cta_decompose(P, blockIdx.x);
                 const int n = dec_ntiles(c);
                 const CUtensorMap *map = ADDR == ADDR_CTX ? &dec_map : &ctx_map;
                 const uint32_t kb = smem_addr(pipe + NSLOTS * S::TILE), vb = kb + S::TILE;
                 const uint32_t kf = smem_addr(dec_kfull), vf = smem_addr(dec_vfull);
-                dec_source src = n > 0 ? dec_look_up(c, 0) : dec_source{};
+                dec_source src = n > 0 ? dec_source_of(c, 0) : dec_source{};
                 for (int i = 0; i < n; ++i) {
-                    const dec_source next = i + 1 < n ? dec_look_up(c, i + 1) : dec_source{};
-                    if (i > 0) mbar_spin(smem_addr(dec_kempty), (i - 1) & 1);
+                    const dec_source next = i + 1 < n ? dec_source_of(c, i + 1) : dec_source{};
+                    if (i > 0) mbar_wait(smem_addr(dec_kempty), (i - 1) & 1);
                     mbar_expect_tx(kf, S::TILE);
                     tma_kv_in(map, kb, kf, src.mat, src.key, c.head, src.tb, 0);
-                    if (i > 0) mbar_spin(smem_addr(dec_vempty), (i - 1) & 1);
+                    if (i > 0) mbar_wait(smem_addr(dec_vempty), (i - 1) & 1);
                     mbar_expect_tx(vf, S::TILE);
                     tma_kv_in(map, vb, vf, src.mat, src.key, c.head, src.tb, 1);
                     src = next;
@@ -737,17 +756,19 @@ __global__ void __launch_bounds__(wg_threads<KT, DEC>(), 1)
             }
             return;
         }
-        /* The decode warpgroup: every decode tile of the CTA's item in turn, from the
-         * ring's last two slots, which the producer warpgroup's decode copier refills:
-         * the next tile's V once every thread is done with O^T. On a paged cache the
-         * next tile's K goes as soon as every warp's S^T is done with the K slot (P^T in a
-         * buffer of its own), so that its eight boxes land while this tile's softmax, O^T
-         * and stores go on: 1-5% off paged GQA and MHA at 8k on the H100. On a contiguous
-         * cache, where that made GQA W = 128 and 256 at 8k 4-5% slower, it goes with the
-         * V, and P^T over the K tile (in its own buffer the same rows took about 1% longer;
-         * results/h100/dec-k-early/). Its own code only, after its setmaxnreg: code both
-         * kinds of warpgroup reached would be held to the launch's registers. */
-        if (DEC && wg == 3) {
+        /* The decode warpgroup: every decode tile of the CTA's item in turn, its K and V
+         * copied into the ring's last two slots by the warpgroup's first thread, each on
+         * a barrier of its own, the next tile's V once every warp's O^T is done with the
+         * V slot. On a paged cache the next tile's K goes as soon as every warp's S^T is
+         * done with the K slot (P^T in a buffer of its own), so that its eight boxes
+         * land while this tile's softmax, O^T and stores go on: 1-5% off paged GQA and
+         * MHA at 8k on the H100. On a contiguous cache, where that made GQA W = 128 and
+         * 256 at 8k 4-5% slower, it goes with the V, and P^T over the K tile (in its own
+         * buffer the same rows took about 1% longer; results/h100/dec-k-early/). With the
+         * copier (COPIER) its threads arrive on the K and V slots' empty barriers at those
+         * points instead. Its own code only, after its setmaxnreg: code both kinds of
+         * warpgroup reached would be held to the launch's registers. */
+        if (COPIER && wg == 3) {
             asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" ::"n"(WG_DEC_REGS));
             const cta_coord c = cta_decompose(P, blockIdx.x);
             const int n = dec_ntiles(c);
@@ -766,6 +787,52 @@ __global__ void __launch_bounds__(wg_threads<KT, DEC>(), 1)
                     [&]() {
                         if (ADDR != ADDR_PAGED) mbar_arrive(ke);
                         mbar_arrive(ve);
+                    });
+            }
+            __threadfence_block();
+            dec_arrive(DEC_DONE_BAR); /* the partials are stored */
+            return;
+        }
+        if (DEC && wg == 3) {
+            asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" ::"n"(WG_DEC_REGS));
+            const cta_coord c = cta_decompose(P, blockIdx.x);
+            const int n = dec_ntiles(c);
+            dec_sync(DEC_Q_BAR); /* Q has landed */
+            unsigned char *kp = pipe + NSLOTS * S::TILE;
+            const uint32_t kb = smem_addr(kp), vb = kb + S::TILE;
+            const uint32_t kf = smem_addr(dec_kfull), vf = smem_addr(dec_vfull);
+            const bool issuer = tid == WG_THREADS + WG_PRODUCER_THREADS;
+            /* a tile's blocks are looked up while the tile before it is computed, and kept
+             * in shared memory, which spares the warpgroup's few registers */
+            dec_source *next = reinterpret_cast<dec_source *>(dec_bar + 1);
+            const CUtensorMap *map = ADDR == ADDR_CTX ? &dec_map : &ctx_map;
+            auto issue = [&](uint32_t dst, uint32_t bar, int which) {
+                if constexpr (ADDR == ADDR_PAGED) cp_async_wait<0>(); /* next's block ids */
+                const dec_source src = *next;
+                mbar_expect_tx(bar, S::TILE);
+                tma_kv_in(map, dst, bar, src.mat, src.key, c.head, src.tb, which);
+            };
+            if (issuer && n > 0) {
+                dec_look_up(c, 0, next);
+                issue(kb, kf, 0);
+                issue(vb, vf, 1);
+                if (n > 1) dec_look_up(c, 1, next);
+            }
+            for (int i = 0; i < n; ++i) {
+                mbar_wait(kf, i & 1);
+                dec_compute(
+                    c, i, kp,
+                    [&]() {
+                        if (ADDR == ADDR_PAGED && issuer && i + 1 < n) issue(kb, kf, 0);
+                    },
+                    [&]() { mbar_wait(vf, i & 1); },
+                    [&]() {
+                        wg_bar();
+                        if (issuer && i + 1 < n) {
+                            if (ADDR != ADDR_PAGED) issue(kb, kf, 0);
+                            issue(vb, vf, 1);
+                            if (i + 2 < n) dec_look_up(c, i + 2, next);
+                        }
                     });
             }
             __threadfence_block();

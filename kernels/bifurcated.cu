@@ -69,6 +69,7 @@ static attn_kernel_fn ctx_fn_t(int d, int addr)
 #define BIF_WGMMA 1
 #define BIF_WIDE 2
 #define BIF_DEC_IN_CTA 4
+#define BIF_COPIER 8
 
 /* The two sizes the context body is chosen by, at the measured peaks (or H200's
  * where none was measured, as under `verify`): the context part's tensor-core time
@@ -105,6 +106,7 @@ static bool bif_wgmma(const attn_plan_t *plan) { return plan && (plan->variant &
 static bool bif_split(const attn_plan_t *plan) { return plan && plan->ctx_sms > 0; }
 static bool bif_wide(const attn_plan_t *plan) { return plan && (plan->variant & BIF_WIDE); }
 static bool bif_dec_in_cta(const attn_plan_t *plan) { return plan && (plan->variant & BIF_DEC_IN_CTA); }
+static bool bif_copier(const attn_plan_t *plan) { return plan && (plan->variant & BIF_COPIER); }
 
 /* Whether the wgmma body's tiles come through the TMA: on a contiguous cache, and on
  * a paged one with blocks of at least WG_TMA_MIN_BLOCK keys (a box or two per tile).
@@ -124,11 +126,14 @@ extern "C" int bifurcated_context_on_wgmma(const attn_plan_t *plan)
 typedef void (*wgmma_ctx_fn)(const attn_params_t, const CUtensorMap, const CUtensorMap);
 
 /* persist: the persistent grid of an SM split (contiguous cache only, bif_ctx_sms);
- * dec: the wide body streams the decode part (bif_dec_in_cta) */
+ * dec: the wide body streams the decode part (bif_dec_in_cta); copier: a thread of its
+ * producer warpgroup copies the decode tiles (paged cache only, bif_copier) */
 template <typename T>
-static wgmma_ctx_fn wgmma_fn_t(int addr, bool tma, bool wide, bool persist, bool dec)
+static wgmma_ctx_fn wgmma_fn_t(int addr, bool tma, bool wide, bool persist, bool dec, bool copier)
 {
     if (addr == ADDR_PAGED && !tma) return attn_wgmma_ctx_kernel<T, ADDR_PAGED, false>;
+    if (addr == ADDR_PAGED && wide && dec && copier)
+        return attn_wgmma_ctx_kernel<T, ADDR_PAGED, true, WG_KT_WIDE, false, true, true>;
     if (addr == ADDR_PAGED && wide)
         return dec ? attn_wgmma_ctx_kernel<T, ADDR_PAGED, true, WG_KT_WIDE, false, true>
                    : attn_wgmma_ctx_kernel<T, ADDR_PAGED, true, WG_KT_WIDE>;
@@ -145,8 +150,9 @@ static wgmma_ctx_fn wgmma_pick(const problem_t *p, const attn_plan_t *plan)
 {
     const int addr = p->cache == CACHE_PAGED ? ADDR_PAGED : ADDR_CTX;
     const bool tma = bif_tma(p), wide = bif_wide(plan), persist = bif_split(plan), dec = bif_dec_in_cta(plan);
-    return p->dtype == DTYPE_FP16 ? wgmma_fn_t<__half>(addr, tma, wide, persist, dec)
-                                  : wgmma_fn_t<__nv_bfloat16>(addr, tma, wide, persist, dec);
+    const bool copier = bif_copier(plan);
+    return p->dtype == DTYPE_FP16 ? wgmma_fn_t<__half>(addr, tma, wide, persist, dec, copier)
+                                  : wgmma_fn_t<__nv_bfloat16>(addr, tma, wide, persist, dec, copier);
 }
 static int wgmma_smem(bool wide) { return wide ? wg_shape_t<WG_KT_WIDE>::SMEM : wg_shape::SMEM; }
 /* the decode tiles are the wide body's (bif_dec_streamable) */
@@ -229,7 +235,7 @@ static bif_splits_t bif_resolve(const problem_t *p, const attn_plan_t *plan)
     const int ck = bif_ctx_keys(p), dk = bif_dec_keys(p);
     if (plan && plan->split.splits >= 1 && plan->split.chunk >= 1) s.ctx = plan->split;
     else s.ctx = split_plan_fixed(ck, 1, ATTN_KEY_TILE);
-    int chunk = plan ? plan->variant & ~(BIF_WGMMA | BIF_WIDE | BIF_DEC_IN_CTA) : 0;
+    int chunk = plan ? plan->variant & ~(BIF_WGMMA | BIF_WIDE | BIF_DEC_IN_CTA | BIF_COPIER) : 0;
     if (chunk < 1) chunk = (dk + ATTN_KEY_TILE - 1) / ATTN_KEY_TILE * ATTN_KEY_TILE;
     if (bif_dec_in_cta(plan)) chunk = WG_KT_WIDE; /* a partial per wide tile of each stream's keys */
     s.dec.chunk = chunk;
@@ -302,6 +308,20 @@ static int bif_ctx_sms(const problem_t *p, const device_info_t *dev, long items,
 #define BIF_WGMMA_MAX_SPLITS 64
 #define BIF_DEC_ROOM_US 5.0 /* (bif_plan) */
 
+/* Whether the decode tiles take the copier (attn_wgmma_ctx_kernel: COPIER), on a paged
+ * cache where a CTA's decode tiles are at least its context tiles. There the decode
+ * warpgroup's chain of tiles paces the step (on an H100, MHA W = 1024 at 16k: the decode
+ * tiles end 150 us after the context loop, results/h100/dec-pace/), and it runs faster
+ * without the copies and look-ups in its registers; where the context loop paces it,
+ * the producer's spills cost more (results/h100/dec-copier/). A contiguous cache's decode
+ * warpgroup spills next to nothing either way. */
+static bool bif_copier_fits(const problem_t *p, const split_plan_t *ctx)
+{
+    const int group = problem_group(p), rows = p->beam * group < WG_ROWS ? p->beam * group : WG_ROWS;
+    const long dec = (long)(rows / group + ctx->splits - 1) / ctx->splits * ((bif_dec_keys(p) + WG_KT_WIDE - 1) / WG_KT_WIDE);
+    return p->cache == CACHE_PAGED && dec >= (ctx->chunk + WG_KT_WIDE - 1) / WG_KT_WIDE;
+}
+
 static void bif_plan(const problem_t *p, const device_info_t *dev, attn_plan_t *plan)
 {
     plan->runs = &kernel_bifurcated;
@@ -336,7 +356,8 @@ static void bif_plan(const problem_t *p, const device_info_t *dev, attn_plan_t *
                          : split_plan_fixed(1, 1, ATTN_KEY_TILE);
     if (wgmma && p->splits == 0 && plan->split.splits > BIF_WGMMA_MAX_SPLITS)
         plan->split = split_plan_fixed(ck, BIF_WGMMA_MAX_SPLITS, wide ? WG_KT_WIDE : ATTN_KEY_TILE);
-    plan->variant = dec.chunk | (wgmma ? BIF_WGMMA : 0) | (wide ? BIF_WIDE : 0) | (in_cta ? BIF_DEC_IN_CTA : 0);
+    plan->variant = dec.chunk | (wgmma ? BIF_WGMMA : 0) | (wide ? BIF_WIDE : 0) | (in_cta ? BIF_DEC_IN_CTA : 0) |
+                    (in_cta && bif_copier_fits(p, &plan->split) ? BIF_COPIER : 0);
     plan->ctx_sms = wgmma && ck > 0 && !in_cta ? bif_ctx_sms(p, dev, ctx_items * plan->split.splits, wide) : 0;
 }
 
