@@ -27,6 +27,9 @@ int bifurcated_context_on_wgmma(const attn_plan_t *plan);
 /* Whether a `bifurcated` plan's wide wgmma body streams the decode part itself
  * (bifurcated.cu: bif_dec_streamable). */
 int bifurcated_streams_decode(const attn_plan_t *plan);
+/* Whether a thread of its producer warpgroup copies those decode tiles (bifurcated.cu:
+ * bif_copier_fits). */
+int bifurcated_copies_decode(const attn_plan_t *plan);
 
 #ifdef __cplusplus
 }

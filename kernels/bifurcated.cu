@@ -117,6 +117,7 @@ static bool bif_tma(const problem_t *p)
 }
 
 extern "C" int bifurcated_streams_decode(const attn_plan_t *plan) { return bif_dec_in_cta(plan); }
+extern "C" int bifurcated_copies_decode(const attn_plan_t *plan) { return bif_copier(plan); }
 
 extern "C" int bifurcated_context_on_wgmma(const attn_plan_t *plan)
 {

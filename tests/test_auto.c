@@ -312,6 +312,28 @@ static void test_wide_body_streams_the_decode_part(void **state)
     assert_false(streams(shape(512, 8, 8192), &dev));
 }
 
+static int copies(problem_t p, const device_info_t *dev)
+{
+    attn_plan_t plan = bifurcated_plan(p, dev);
+    return bifurcated_copies_decode(&plan);
+}
+
+/* The copier takes a paged cache's decode tiles where a CTA's are at least its context
+ * tiles: MHA at large W and contexts to 16k, not 32k; never GQA's few, nor a contiguous
+ * cache's (bif_copier_fits). */
+static void test_copier_where_decode_tiles_outnumber_context_tiles(void **state)
+{
+    (void)state;
+    device_info_t dev = h100();
+    assert_true(copies(paged(shape(1024, 32, 16384)), &dev));  /* 128 decode, 128 context tiles */
+    assert_true(copies(paged(shape(512, 32, 8192)), &dev));    /* 128 against 64 */
+    assert_true(copies(paged(shape(128, 32, 8192)), &dev));    /* 4 splits: 32 against 16 */
+    assert_false(copies(paged(shape(1024, 32, 32768)), &dev)); /* 128 against 256 */
+    assert_false(copies(paged(shape(256, 8, 8192)), &dev));    /* 2 splits: 16 against 32 */
+    assert_false(copies(shape(1024, 32, 16384), &dev));        /* contiguous */
+    assert_false(copies(paged(shape(16, 32, 8192)), &dev));    /* no decode tiles in the CTAs */
+}
+
 static void test_few_streams_of_mqa_stay_fused(void **state)
 {
     (void)state;
@@ -557,6 +579,7 @@ int main(void)
         cmocka_unit_test(test_wgmma_context_splits_capped_at_64),
         cmocka_unit_test(test_sm_split_where_the_mha_decode_part_outweighs_the_context_work),
         cmocka_unit_test(test_wide_body_streams_the_decode_part),
+        cmocka_unit_test(test_copier_where_decode_tiles_outnumber_context_tiles),
         cmocka_unit_test(test_model_terms),
         cmocka_unit_test(test_plan_follows_the_picked_kernel),
         cmocka_unit_test(test_unsupported_by_bifurcated_falls_back),
