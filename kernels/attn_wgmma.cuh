@@ -768,72 +768,64 @@ __global__ void __launch_bounds__(wg_threads<KT, DEC>(), 1)
          * copier (COPIER) its threads arrive on the K and V slots' empty barriers at those
          * points instead. Its own code only, after its setmaxnreg: code both kinds of
          * warpgroup reached would be held to the launch's registers. */
-        if (COPIER && wg == 3) {
-            asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" ::"n"(WG_DEC_REGS));
-            const cta_coord c = cta_decompose(P, blockIdx.x);
-            const int n = dec_ntiles(c);
-            dec_sync(DEC_Q_BAR); /* Q has landed */
-            unsigned char *kp = pipe + NSLOTS * S::TILE;
-            const uint32_t kf = smem_addr(dec_kfull), vf = smem_addr(dec_vfull);
-            const uint32_t ke = smem_addr(dec_kempty), ve = smem_addr(dec_vempty);
-            for (int i = 0; i < n; ++i) {
-                mbar_wait(kf, i & 1);
-                dec_compute(
-                    c, i, kp,
-                    [&]() {
-                        if (ADDR == ADDR_PAGED) mbar_arrive(ke);
-                    },
-                    [&]() { mbar_wait(vf, i & 1); },
-                    [&]() {
-                        if (ADDR != ADDR_PAGED) mbar_arrive(ke);
-                        mbar_arrive(ve);
-                    });
-            }
-            __threadfence_block();
-            dec_arrive(DEC_DONE_BAR); /* the partials are stored */
-            return;
-        }
         if (DEC && wg == 3) {
             asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" ::"n"(WG_DEC_REGS));
             const cta_coord c = cta_decompose(P, blockIdx.x);
             const int n = dec_ntiles(c);
             dec_sync(DEC_Q_BAR); /* Q has landed */
             unsigned char *kp = pipe + NSLOTS * S::TILE;
-            const uint32_t kb = smem_addr(kp), vb = kb + S::TILE;
             const uint32_t kf = smem_addr(dec_kfull), vf = smem_addr(dec_vfull);
-            const bool issuer = tid == WG_THREADS + WG_PRODUCER_THREADS;
-            /* a tile's blocks are looked up while the tile before it is computed, and kept
-             * in shared memory, which spares the warpgroup's few registers */
-            dec_source *next = reinterpret_cast<dec_source *>(dec_bar + 1);
-            const CUtensorMap *map = ADDR == ADDR_CTX ? &dec_map : &ctx_map;
-            auto issue = [&](uint32_t dst, uint32_t bar, int which) {
-                if constexpr (ADDR == ADDR_PAGED) cp_async_wait<0>(); /* next's block ids */
-                const dec_source src = *next;
-                mbar_expect_tx(bar, S::TILE);
-                tma_kv_in(map, dst, bar, src.mat, src.key, c.head, src.tb, which);
-            };
-            if (issuer && n > 0) {
-                dec_look_up(c, 0, next);
-                issue(kb, kf, 0);
-                issue(vb, vf, 1);
-                if (n > 1) dec_look_up(c, 1, next);
-            }
-            for (int i = 0; i < n; ++i) {
-                mbar_wait(kf, i & 1);
-                dec_compute(
-                    c, i, kp,
-                    [&]() {
-                        if (ADDR == ADDR_PAGED && issuer && i + 1 < n) issue(kb, kf, 0);
-                    },
-                    [&]() { mbar_wait(vf, i & 1); },
-                    [&]() {
-                        wg_bar();
-                        if (issuer && i + 1 < n) {
-                            if (ADDR != ADDR_PAGED) issue(kb, kf, 0);
-                            issue(vb, vf, 1);
-                            if (i + 2 < n) dec_look_up(c, i + 2, next);
-                        }
-                    });
+            if constexpr (COPIER) {
+                const uint32_t ke = smem_addr(dec_kempty), ve = smem_addr(dec_vempty);
+                for (int i = 0; i < n; ++i) {
+                    mbar_wait(kf, i & 1);
+                    dec_compute(
+                        c, i, kp,
+                        [&]() {
+                            if (ADDR == ADDR_PAGED) mbar_arrive(ke);
+                        },
+                        [&]() { mbar_wait(vf, i & 1); },
+                        [&]() {
+                            if (ADDR != ADDR_PAGED) mbar_arrive(ke);
+                            mbar_arrive(ve);
+                        });
+                }
+            } else {
+                const uint32_t kb = smem_addr(kp), vb = kb + S::TILE;
+                const bool issuer = tid == WG_THREADS + WG_PRODUCER_THREADS;
+                /* a tile's blocks are looked up while the tile before it is computed, and kept
+                 * in shared memory, which spares the warpgroup's few registers */
+                dec_source *next = reinterpret_cast<dec_source *>(dec_bar + 1);
+                const CUtensorMap *map = ADDR == ADDR_CTX ? &dec_map : &ctx_map;
+                auto issue = [&](uint32_t dst, uint32_t bar, int which) {
+                    if constexpr (ADDR == ADDR_PAGED) cp_async_wait<0>(); /* next's block ids */
+                    const dec_source src = *next;
+                    mbar_expect_tx(bar, S::TILE);
+                    tma_kv_in(map, dst, bar, src.mat, src.key, c.head, src.tb, which);
+                };
+                if (issuer && n > 0) {
+                    dec_look_up(c, 0, next);
+                    issue(kb, kf, 0);
+                    issue(vb, vf, 1);
+                    if (n > 1) dec_look_up(c, 1, next);
+                }
+                for (int i = 0; i < n; ++i) {
+                    mbar_wait(kf, i & 1);
+                    dec_compute(
+                        c, i, kp,
+                        [&]() {
+                            if (ADDR == ADDR_PAGED && issuer && i + 1 < n) issue(kb, kf, 0);
+                        },
+                        [&]() { mbar_wait(vf, i & 1); },
+                        [&]() {
+                            wg_bar();
+                            if (issuer && i + 1 < n) {
+                                if (ADDR != ADDR_PAGED) issue(kb, kf, 0);
+                                issue(vb, vf, 1);
+                                if (i + 2 < n) dec_look_up(c, i + 2, next);
+                            }
+                        });
+                }
             }
             __threadfence_block();
             dec_arrive(DEC_DONE_BAR); /* the partials are stored */
