@@ -555,20 +555,11 @@ __global__ void __launch_bounds__(wg_threads<KT, DEC>(), 1)
     /* The same in registers, for the copier, whose look-up of a tile goes out before it
      * waits to copy the one before it. */
     auto dec_source_of = [&](const cta_coord &c, int i) {
-        dec_source d{};
         const int q = dec_job(i), stream = dec_stream(c, dec_job_row(c, q));
-        d.key = (i - q * dec_tiles) * KT;
-        d.mat = stream * 2 * P.kv_heads + c.head;
-        if constexpr (ADDR == ADDR_PAGED) {
-            const int64_t trow = table_row(stream);
-#pragma unroll
-            for (int b = 0; b < MAX_BOXES; ++b) {
-                const int pos = box_pos(P.key_end + d.key, b, P.key_end + P.dec_keys);
-                d.tb.row[b] = pos & (P.geom.block_size - 1);
-                d.tb.block[b] = block_at(trow, pos);
-            }
-        }
-        return d;
+        const int key = (i - q * dec_tiles) * KT;
+        dec_source src{stream * 2 * P.kv_heads + c.head, key, tile_boxes{}};
+        if constexpr (ADDR == ADDR_PAGED) src.tb = boxes_at(table_row(stream), P.key_end + key, P.key_end + P.dec_keys);
+        return src;
     };
     /* the decode warpgroup's own barrier: an mbarrier of its 128 threads, whose phases
      * its threads count alike */
