@@ -355,52 +355,63 @@ __device__ __noinline__ void tail_merge(T *out, const float *ws_acc, const float
  * natural-log units): the wgmma body's decode tiles over an unsplit context, whose
  * CTA then needs no merge launch behind it. The state staged in shared memory is
  * one source per row (m in log2 units, l, o with row stride d+8), as
- * combine_and_emit's with nsrc = 1; each slot is folded into it by lse_fold. Written
- * for latency, as tail_merge: a thread fetches its FOLD_BATCH (row, 4 columns)
- * entries' partials of a slot at once, so a slot costs one L2 round trip per batch,
- * not one per entry (entry by entry, the fold took about as long as the merge launch
- * it replaces, H200, results/h200/fold/). */
-#define FOLD_BATCH 8
+ * combine_and_emit's with nsrc = 1; each slot is folded into it in place by lse_fold.
+ * A warp takes rows warp, warp + nwarps, ... (at most 32 of them), its lanes four
+ * columns each, so that a row's m and l are its warp's alone. Written for latency: a
+ * slot's partials of all the CTA's rows are fetched at once, the outputs by cp.async
+ * into land (rows * d floats of shared memory, each thread's own columns) and each
+ * row's m and l by one lane, so a slot costs one L2 round trip. (Fetched into
+ * registers, eight entries a thread, two round trips: the epilogue took 8.4 us of a
+ * CTA's 166 on an H100, GQA W = 1024 at 8k, paged; results/h100/fold-land/.) */
 template <typename T>
-__device__ void fold_and_emit(const attn_params_t &P, const cta_coord &c, const float *st_o, const float *st_m,
-                              const float *st_l, int rows, int d, int nthreads, int fold)
+__device__ void fold_and_emit(const attn_params_t &P, const cta_coord &c, float *st_o, float *st_m, float *st_l,
+                              int rows, int d, int nthreads, int fold, float *land)
 {
-    const int q4 = d / 4, ostride = d + 8, n = rows * q4;
-    for (int i0 = threadIdx.x; i0 < n; i0 += FOLD_BATCH * nthreads) {
-        float M[FOLD_BATCH], L[FOLD_BATCH];
-        float4 acc[FOLD_BATCH];
-        int64_t row_id[FOLD_BATCH]; /* -1: no entry, or a padding row */
-        int col[FOLD_BATCH];
-#pragma unroll
-        for (int j = 0; j < FOLD_BATCH; ++j) {
-            const int idx = i0 + j * nthreads, r = idx / q4;
-            int stream = 0, head = 0;
-            col[j] = (idx - r * q4) * 4;
-            row_id[j] = idx < n && row_target(P, c, r, &stream, &head) ? (int64_t)stream * P.heads + head : -1;
-            M[j] = row_id[j] >= 0 ? st_m[r] * ATTN_LN2 : -INFINITY; /* natural log, as the slots' */
-            L[j] = row_id[j] >= 0 ? st_l[r] : 0.f;
-            acc[j] = row_id[j] >= 0 ? *reinterpret_cast<const float4 *>(st_o + (int64_t)r * ostride + col[j])
-                                    : make_float4(0.f, 0.f, 0.f, 0.f);
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, nwarps = nthreads / 32, ostride = d + 8;
+    auto slot_of = [&](int r, int k) -> int64_t {
+        int stream, head;
+        if (!row_target(P, c, r, &stream, &head)) return -1;
+        return ((int64_t)stream * P.heads + head) * P.nslots + P.slot_base + P.splits + k;
+    };
+    for (int k = 0; k < fold; ++k) {
+        float2 ml = make_float2(-INFINITY, 0.f); /* lane e: the slot of the warp's row e */
+#pragma unroll 1
+        for (int r = warp, e = 0; r < rows; r += nwarps, ++e) {
+            const int64_t slot = slot_of(r, k);
+            if (slot < 0) continue;
+            if (lane == e) ml = __ldcg(&P.ws_ml[slot]);
+            for (int x = lane * 4; x < d; x += 128) cp_async16(smem_addr(land + r * d + x), P.ws_acc + slot * d + x, 16);
         }
-        for (int k = 0; k < fold; ++k) {
-            float2 ml[FOLD_BATCH];
-            float4 o[FOLD_BATCH];
-#pragma unroll
-            for (int j = 0; j < FOLD_BATCH; ++j) {
-                const int64_t slot = row_id[j] * P.nslots + P.slot_base + P.splits + k;
-                ml[j] = row_id[j] >= 0 ? __ldcg(&P.ws_ml[slot]) : make_float2(-INFINITY, 0.f);
-                o[j] = row_id[j] >= 0 ? __ldcg(reinterpret_cast<const float4 *>(P.ws_acc + slot * d + col[j]))
-                                      : make_float4(0.f, 0.f, 0.f, 0.f);
+        cp_async_commit();
+        cp_async_wait<0>();
+#pragma unroll 1
+        for (int r = warp, e = 0; r < rows; r += nwarps, ++e) {
+            const float pm = __shfl_sync(0xffffffffu, ml.x, e), pl = __shfl_sync(0xffffffffu, ml.y, e);
+            if (slot_of(r, k) < 0) continue;
+            float m = k == 0 ? st_m[r] * ATTN_LN2 : st_m[r], l = st_l[r]; /* natural log, as the slots' */
+            const float m0 = m, l0 = l;
+            for (int x = lane * 4; x < d; x += 128) {
+                float4 *acc = reinterpret_cast<float4 *>(st_o + r * ostride + x);
+                float4 a = *acc;
+                const float4 o = *reinterpret_cast<const float4 *>(land + r * d + x);
+                m = m0, l = l0;
+                lse_fold(&m, &l, &a.x, 4, &pm, &pl, &o.x, 1);
+                *acc = a;
             }
-#pragma unroll
-            for (int j = 0; j < FOLD_BATCH; ++j) lse_fold(&M[j], &L[j], &acc[j].x, 4, &ml[j].x, &ml[j].y, &o[j].x, 1);
+            __syncwarp(); /* every lane has read the row's m and l */
+            if (lane == 0) st_m[r] = m, st_l[r] = l;
+            __syncwarp();
         }
-#pragma unroll
-        for (int j = 0; j < FOLD_BATCH; ++j) {
-            if (row_id[j] < 0) continue;
-            const float inv = L[j] > 0.f ? 1.f / L[j] : 0.f;
-            store4(static_cast<T *>(P.out) + row_id[j] * d + col[j], acc[j].x * inv, acc[j].y * inv,
-                   acc[j].z * inv, acc[j].w * inv);
+    }
+#pragma unroll 1
+    for (int r = warp; r < rows; r += nwarps) {
+        int stream, head;
+        if (!row_target(P, c, r, &stream, &head)) continue;
+        const float inv = st_l[r] > 0.f ? 1.f / st_l[r] : 0.f;
+        for (int x = lane * 4; x < d; x += 128) {
+            const float4 a = *reinterpret_cast<const float4 *>(st_o + r * ostride + x);
+            store4(static_cast<T *>(P.out) + ((int64_t)stream * P.heads + head) * d + x, a.x * inv, a.y * inv,
+                   a.z * inv, a.w * inv);
         }
     }
 }

@@ -1169,8 +1169,14 @@ __global__ void __launch_bounds__(wg_threads<KT, DEC>(), 1)
      * and its decode tiles' in the workspace (stored by the decode warpgroup before
      * the barrier above, which orders them for every thread of the two warpgroups). It folds them and writes
      * the output itself, and the step needs no merge launch (bif_folds_in_cta). */
-    if (DEC && P.fold)
-        fold_and_emit<T>(P, c, st_o, st_m, st_l, WG_ROWS, WG_D, WG_THREADS, dec_tiles);
+    if (DEC && P.fold) {
+        /* the decode tiles' partials land past the staging, in the drained ring */
+        constexpr int LAND = (S::STAGING + 15) / 16 * 16;
+        static_assert(!DEC || LAND + WG_ROWS * WG_D * 4 <= S::PIPE, "the fold's landing fits in the ring");
+        static_assert(WG_ROWS / (WG_THREADS / 32) <= 32, "a lane holds each of its warp's rows' m and l");
+        fold_and_emit<T>(P, c, st_o, st_m, st_l, WG_ROWS, WG_D, WG_THREADS, dec_tiles,
+                         reinterpret_cast<float *>(pipe + LAND));
+    }
     else
         combine_and_emit<T>(P, c, st_o, st_m, st_l, WG_ROWS, 1, WG_ROWS, WG_D, WG_THREADS);
     if (PRODUCER) {
