@@ -364,32 +364,41 @@ __device__ __noinline__ void tail_merge(T *out, const float *ws_acc, const float
  * registers, eight entries a thread, two round trips: the epilogue took 8.4 us of a
  * CTA's 166 on an H100, GQA W = 1024 at 8k, paged; results/h100/fold-land/.) */
 template <typename T>
-__device__ void fold_and_emit(const attn_params_t &P, const cta_coord &c, float *st_o, float *st_m, float *st_l,
-                              int rows, int d, int nthreads, int fold, float *land)
+__device__ void fold_and_emit(const attn_params_t &P, const cta_coord &c, float *st_o, const float *st_m,
+                              const float *st_l, int rows, int d, int nthreads, int fold, float *land)
 {
+    const unsigned all = 0xffffffffu;
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, nwarps = nthreads / 32, ostride = d + 8;
-    auto slot_of = [&](int r, int k) -> int64_t {
+    /* lane e holds the output row id (stream * heads + head), m and l of its warp's row e */
+    int id = -1;
+    float M = -INFINITY, L = 0.f;
+    if (warp + nwarps * lane < rows) {
+        const int r = warp + nwarps * lane;
         int stream, head;
-        if (!row_target(P, c, r, &stream, &head)) return -1;
-        return ((int64_t)stream * P.heads + head) * P.nslots + P.slot_base + P.splits + k;
-    };
+        if (row_target(P, c, r, &stream, &head)) {
+            id = stream * P.heads + head;
+            M = st_m[r] * ATTN_LN2; /* natural log, as the slots' */
+            L = st_l[r];
+        }
+    }
     for (int k = 0; k < fold; ++k) {
-        float2 ml = make_float2(-INFINITY, 0.f); /* lane e: the slot of the warp's row e */
-#pragma unroll 1
+        const int64_t base = P.slot_base + P.splits + k;
+        const float2 ml = id >= 0 ? __ldcg(&P.ws_ml[(int64_t)id * P.nslots + base]) : make_float2(-INFINITY, 0.f);
         for (int r = warp, e = 0; r < rows; r += nwarps, ++e) {
-            const int64_t slot = slot_of(r, k);
-            if (slot < 0) continue;
-            if (lane == e) ml = __ldcg(&P.ws_ml[slot]);
-            for (int x = lane * 4; x < d; x += 128) cp_async16(smem_addr(land + r * d + x), P.ws_acc + slot * d + x, 16);
+            const int rid = __shfl_sync(all, id, e);
+            if (rid < 0) continue;
+            const float *src = P.ws_acc + ((int64_t)rid * P.nslots + base) * d;
+            for (int x = lane * 4; x < d; x += 128) cp_async16(smem_addr(land + r * d + x), src + x, 16);
         }
         cp_async_commit();
         cp_async_wait<0>();
-#pragma unroll 1
+#pragma unroll 2
         for (int r = warp, e = 0; r < rows; r += nwarps, ++e) {
-            const float pm = __shfl_sync(0xffffffffu, ml.x, e), pl = __shfl_sync(0xffffffffu, ml.y, e);
-            if (slot_of(r, k) < 0) continue;
-            float m = k == 0 ? st_m[r] * ATTN_LN2 : st_m[r], l = st_l[r]; /* natural log, as the slots' */
-            const float m0 = m, l0 = l;
+            const int rid = __shfl_sync(all, id, e);
+            const float pm = __shfl_sync(all, ml.x, e), pl = __shfl_sync(all, ml.y, e);
+            const float m0 = __shfl_sync(all, M, e), l0 = __shfl_sync(all, L, e);
+            if (rid < 0) continue;
+            float m = m0, l = l0;
             for (int x = lane * 4; x < d; x += 128) {
                 float4 *acc = reinterpret_cast<float4 *>(st_o + r * ostride + x);
                 float4 a = *acc;
@@ -398,20 +407,18 @@ __device__ void fold_and_emit(const attn_params_t &P, const cta_coord &c, float 
                 lse_fold(&m, &l, &a.x, 4, &pm, &pl, &o.x, 1);
                 *acc = a;
             }
-            __syncwarp(); /* every lane has read the row's m and l */
-            if (lane == 0) st_m[r] = m, st_l[r] = l;
-            __syncwarp();
+            if (lane == e) M = m, L = l;
         }
     }
-#pragma unroll 1
-    for (int r = warp; r < rows; r += nwarps) {
-        int stream, head;
-        if (!row_target(P, c, r, &stream, &head)) continue;
-        const float inv = st_l[r] > 0.f ? 1.f / st_l[r] : 0.f;
+#pragma unroll 2
+    for (int r = warp, e = 0; r < rows; r += nwarps, ++e) {
+        const int rid = __shfl_sync(all, id, e);
+        const float l = __shfl_sync(all, L, e);
+        if (rid < 0) continue;
+        const float inv = l > 0.f ? 1.f / l : 0.f;
         for (int x = lane * 4; x < d; x += 128) {
             const float4 a = *reinterpret_cast<const float4 *>(st_o + r * ostride + x);
-            store4(static_cast<T *>(P.out) + ((int64_t)stream * P.heads + head) * d + x, a.x * inv, a.y * inv,
-                   a.z * inv, a.w * inv);
+            store4(static_cast<T *>(P.out) + (int64_t)rid * d + x, a.x * inv, a.y * inv, a.z * inv, a.w * inv);
         }
     }
 }
