@@ -29,10 +29,18 @@
  * H200's ran `bifurcated` 8% slower than `fused`). FUSED_UNOVERLAPPED: without it, on
  * an H200 measuring 854 TFLOP/s at 7ea16da the MQA row W = 16, 16k predicted 43.8 us
  * for fused and 43.9 for bifurcated and ran fused, 22.8% slower (57.0 against 46.4).
- * BIFURCATED_FIXED_US is the middle of the range (16-18 us) that picks within 5% on
- * every row of the H200's sweep at 0ba2613, where the merge launch of many partials
- * became a fraction of what it was (28 us before; at that fixed cost MQA at W = 8, 16k
- * ran fused, 18.3% slower). FUSED_MERGE_SLOT_US and FUSED_MERGE_LAUNCH_US are the merge
+ * BIFURCATED_FIXED_US and BIFURCATED_TC_EFFICIENCY were refitted together on the four
+ * committed sweeps at 146af13 (both GPUs, both caches): 16.0 us and 0.56 are the
+ * middle of the region (15.8-16.2 us at 0.56-0.57) where the pick takes at most 2.9%
+ * longer than the faster kernel on every row (the H200's contiguous MQA row W = 4,
+ * 16k; tests/test_auto.c replays them). At 17.0 us and 0.52, fitted before on the
+ * H200's sweep at 0ba2613 (where the merge launch of many partials became a fraction
+ * of what it was: 28 us before, at which MQA at W = 8, 16k ran fused, 18.3% slower),
+ * the H100's paged MQA row W = 2, 32k ran fused 4.5% slower and the H200's paged GQA
+ * row W = 2, 32k fused 4.2% slower, and its `auto` row, timed apart, 5.3%; from 16.3
+ * us that H200 row runs fused again, and below 15.8 the H100's paged MQA row W = 8, 8k
+ * runs bifurcated, 3.9% slower.
+ * FUSED_MERGE_SLOT_US and FUSED_MERGE_LAUNCH_US are the merge
  * of fused's split grid, a programmatic dependent of it since 36344a7 (1.2-1.8 us less
  * than the launch behind it before, results/h100/merge-pdl/) that folds a row's
  * partials in rounds of eight a warp since b137f45 (a row of 103 partials, MQA W = 1 at

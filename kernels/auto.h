@@ -11,9 +11,9 @@
 #define FUSED_MERGE_SLOT_US 0.04      /* per partial of a row that its merge launch folds */
 #define FUSED_MERGE_LAUNCH_US 0.5     /* the merge launch itself (a programmatic dependent), where its plan has one */
 #define FUSED_L2_EFFICIENCY 0.94      /* of the measured L2 read rate, for its streams' re-reads of shared blocks */
-#define BIFURCATED_FIXED_US 17.0        /* context part on the wgmma body, decode part beside it, merge launch */
+#define BIFURCATED_FIXED_US 16.0        /* context part on the wgmma body, decode part beside it, merge launch */
 #define BIFURCATED_ROWSPLIT_FIXED_US 18.0 /* mma.sync body (not Hopper, or d != 128), decode part after it, merged by its last CTAs */
-#define BIFURCATED_TC_EFFICIENCY 0.52
+#define BIFURCATED_TC_EFFICIENCY 0.56
 
 #ifdef __cplusplus
 extern "C" {
