@@ -62,10 +62,11 @@
  * producer's thread needs 40). With decode tiles a fourth warpgroup computes them
  * (attn_wgmma_ctx_kernel: decode tiles): 512 threads at 128 each, and 224 for the
  * tensor-core warpgroups (their loop spills none; at 216 it spills 16 bytes), 24 for
- * the producer and 40 for the decode warpgroup (the kernel then spills 4 bytes on a
- * contiguous cache, 48 on a paged one, in the decode warpgroup's tile loop, ptxas -v and
- * the SASS; with the copier, COPIER below, none there and 72-80 bytes in the producer
- * warpgroup's two threads). */
+ * the producer and 40 for the decode warpgroup (the kernel then spills 8 bytes on a
+ * contiguous cache, in the decode warpgroup's look-up of a tile, and 60 on a paged one,
+ * most in its tile loop's softmax, ptxas -v and the SASS at 36f5906: 4 and 48 before the
+ * epilogue fold's landing, which moved ptxas's choices; with the copier, COPIER below,
+ * none in the decode warpgroup and 72-80 bytes in the producer warpgroup's two threads). */
 #define WG_PRODUCER_THREADS 128
 #define WG_MMA_REGS 232
 #define WG_PRODUCER_REGS 40
