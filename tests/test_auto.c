@@ -159,11 +159,13 @@ static attn_plan_t bifurcated_plan(problem_t p, const device_info_t *dev)
     attn_kernel_find("bifurcated")->plan(&p, dev, &plan);
     return plan;
 }
-static int on_wgmma(problem_t p, const device_info_t *dev)
+/* What one of bifurcated.cu's exported predicates says of its plan for p on dev. */
+static int plan_says(int (*pred)(const attn_plan_t *), problem_t p, const device_info_t *dev)
 {
     attn_plan_t plan = bifurcated_plan(p, dev);
-    return bifurcated_context_on_wgmma(&plan);
+    return pred(&plan);
 }
+static int on_wgmma(problem_t p, const device_info_t *dev) { return plan_says(bifurcated_context_on_wgmma, p, dev); }
 
 static void test_wgmma_context_body_on_hopper_at_d128_whatever_the_rows(void **state)
 {
@@ -281,11 +283,7 @@ static void test_sm_split_where_the_mha_decode_part_outweighs_the_context_work(v
 /* The wide body streams the decode part between its context tiles where a stream's
  * queries fit one 8-row group (p = 1, 2, 4, 8) and its keys are read tile by tile (no
  * indirection), on the TMA path, once W*p fills both warpgroups. */
-static int streams(problem_t p, const device_info_t *dev)
-{
-    attn_plan_t plan = bifurcated_plan(p, dev);
-    return bifurcated_streams_decode(&plan);
-}
+static int streams(problem_t p, const device_info_t *dev) { return plan_says(bifurcated_streams_decode, p, dev); }
 
 static void test_wide_body_streams_the_decode_part(void **state)
 {
@@ -312,11 +310,7 @@ static void test_wide_body_streams_the_decode_part(void **state)
     assert_false(streams(shape(512, 8, 8192), &dev));
 }
 
-static int copies(problem_t p, const device_info_t *dev)
-{
-    attn_plan_t plan = bifurcated_plan(p, dev);
-    return bifurcated_copies_decode(&plan);
-}
+static int copies(problem_t p, const device_info_t *dev) { return plan_says(bifurcated_copies_decode, p, dev); }
 
 /* The copier takes a paged cache's decode tiles where a CTA's are at least its context
  * tiles: MHA at large W and contexts to 16k, not 32k; never GQA's few, nor a contiguous
