@@ -130,20 +130,27 @@ typedef struct tally {
     int rows, failed, skipped;
 } tally_t;
 
-static void record(FILE *csv, command_t cmd, result_row_t *row, tally_t *t)
+/* The results CSV being written (NULL: none) and how many columns its rows get
+ * (csv_write_row_cols). */
+typedef struct csv_out {
+    FILE *f;
+    int cols;
+} csv_out_t;
+
+static void record(const csv_out_t *csv, command_t cmd, result_row_t *row, tally_t *t)
 {
     /* verify counts a row it could not check as a failure */
     if (cmd == CMD_VERIFY && !strcmp(row->status, "ok") && strcmp(row->verified, "yes"))
         snprintf(row->status, sizeof row->status, "%s", "mismatch");
     runner_print_row(stdout, row);
-    if (csv) csv_write_row(csv, row);
+    if (csv->f) csv_write_row_cols(csv->f, row, csv->cols);
     t->rows++;
     t->failed += row_failed(row);
 }
 
 /* Runs every job in GPU processes, starting a new one past any job that broke the
  * last. Returns 0, or 1 when no GPU process could start at all. */
-static int run_jobs(command_t cmd, const options_t *o, const job_t *jobs, int n, FILE *csv,
+static int run_jobs(command_t cmd, const options_t *o, const job_t *jobs, int n, const csv_out_t *csv,
                     const done_rows_t *done, tally_t *t)
 {
     int next = 0;
@@ -306,23 +313,31 @@ static int run_command(int argc, char **argv, command_t cmd)
         }
     }
 
-    FILE *csv = NULL;
+    csv_out_t csv = {NULL, csv_column_count};
     done_rows_t done;
     memset(&done, 0, sizeof done);
     if (o.out) {
         if (o.resume && done_load(o.out, &done) != 0) return 2;
         struct stat st;
         int append = (o.resume || cmd == CMD_RUN) && stat(o.out, &st) == 0 && st.st_size > 0;
-        csv = fopen(o.out, append ? "a" : "w");
-        if (!csv) {
+        /* rows appended to a file get its columns: an earlier version's file stays whole */
+        char msg[256];
+        if (append && (csv.cols = csv_file_columns(o.out, msg, sizeof msg)) < 0) {
+            fprintf(stderr, "attnbench %s: --out %s\n", argv[0], msg);
+            done_free(&done);
+            free(jobs);
+            return 2;
+        }
+        csv.f = fopen(o.out, append ? "a" : "w");
+        if (!csv.f) {
             fprintf(stderr, "attnbench %s: --out %s: cannot open for writing\n", argv[0], o.out);
             return 2;
         }
-        if (!append) csv_write_header(csv);
+        if (!append) csv_write_header(csv.f);
     }
     tally_t t = {0};
-    rc = run_jobs(cmd, &o, jobs, n_jobs, csv, &done, &t);
-    if (csv) fclose(csv);
+    rc = run_jobs(cmd, &o, jobs, n_jobs, &csv, &done, &t);
+    if (csv.f) fclose(csv.f);
     done_free(&done);
     free(jobs);
     if (rc) return rc;

@@ -33,7 +33,7 @@ static const col_desc_t cols[] = {
     D(pct_peak_bw, "%.2f"), D(roofline_us, "%.3f"),
     S(verified), D(max_abs_err, "%.3e"), D(rel_err, "%.3e"),
     S(version),
-    S(ran), S(model), I(layers), S(args),
+    S(ran), S(model), I(layers), S(args), D(sm_mhz, "%.0f"),
 };
 #undef S
 #undef I
@@ -46,7 +46,7 @@ const char *const csv_columns[] = {
     "gen", "dtype", "cache", "block_size", "indirection", "multi_block", "splits",
     "status", "iters", "median_us", "p10_us", "p90_us", "min_us", "max_us", "noise",
     "bytes", "unique_bytes", "flops", "gbps", "pct_peak_bw", "roofline_us", "verified",
-    "max_abs_err", "rel_err", "version", "ran", "model", "layers", "args",
+    "max_abs_err", "rel_err", "version", "ran", "model", "layers", "args", "sm_mhz",
 };
 const int csv_column_count = NCOLS;
 
@@ -93,9 +93,11 @@ void csv_write_header(FILE *f)
     fflush(f);
 }
 
-void csv_write_row(FILE *f, const result_row_t *r)
+void csv_write_row(FILE *f, const result_row_t *r) { csv_write_row_cols(f, r, NCOLS); }
+
+void csv_write_row_cols(FILE *f, const result_row_t *r, int ncols)
 {
-    for (int c = 0; c < NCOLS; c++) {
+    for (int c = 0; c < ncols && c < NCOLS; c++) {
         const char *p = (const char *)r + cols[c].offset;
         if (c)
             fputc(',', f);
@@ -489,6 +491,22 @@ int csv_read(const char *path, csv_table_t *t, char *msg, size_t len)
     }
     free(buf);
     return 0;
+}
+
+int csv_file_columns(const char *path, char *msg, size_t len)
+{
+    csv_table_t t;
+    if (csv_read(path, &t, msg, len) != 0)
+        return -1;
+    int n = t.ncols, prefix = n <= NCOLS;
+    for (int c = 0; prefix && c < n; c++)
+        prefix = strcmp(t.names[c], cols[c].name) == 0;
+    csv_free(&t);
+    if (!prefix) {
+        snprintf(msg, len, "%s: its columns are not a results CSV's of this or an earlier version", path);
+        return -1;
+    }
+    return n;
 }
 
 int csv_append(csv_table_t *dst, const csv_table_t *src, char *msg, size_t len)

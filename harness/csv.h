@@ -26,10 +26,11 @@ typedef struct result_row {
     char model[32];    /* --model preset or empty */
     int layers;
     char args[512];    /* the options that rerun exactly this row, space separated, no commas */
+    double sm_mhz;     /* the SM clock the timed launches ran at (timing.h: timing_result_t) */
 } result_row_t;
 
 /* Every SPEC §6 column must be present in a file that is read; the appended ones
- * (ran, model, layers, args) may be absent. */
+ * (ran, model, layers, args, sm_mhz) may be absent. */
 #define CSV_SPEC_COLUMNS 34
 extern const char *const csv_columns[];   /* SPEC's columns, then the appended ones */
 extern const int csv_column_count;
@@ -40,8 +41,15 @@ void result_row_init(result_row_t *r);
 /* One field, quoted (RFC 4180) only when it holds a comma, a quote or a line break. */
 void csv_write_field(FILE *f, const char *s);
 void csv_write_header(FILE *f);
-/* Writes one row and flushes, so an interrupted sweep keeps its rows. */
+/* Writes one row and flushes, so an interrupted sweep keeps its rows: every column,
+ * or the first ncols of them (rows appended to a file of an earlier version, whose
+ * header has fewer: csv_file_columns). */
 void csv_write_row(FILE *f, const result_row_t *r);
+void csv_write_row_cols(FILE *f, const result_row_t *r, int ncols);
+/* How many of the columns, in order, the header of the results CSV at path holds: a
+ * file of an earlier version holds the first of them. Returns that count, or -1 with
+ * one line in msg when the file cannot be read or its header is not such a prefix. */
+int csv_file_columns(const char *path, char *msg, size_t len);
 
 typedef struct csv_table {
     int ncols;

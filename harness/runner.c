@@ -340,14 +340,15 @@ void runner_row(runner_t *r, const problem_t *p, const attn_kernel_t *k, result_
         timing_result_t t;
         e = timer_run(r->timer, launch_step, &a, &r->timing, &t); /* pushes warm-up, timed */
         if (e == cudaSuccess) {
-            row->iters = t.n;
-            row->median_us = t.median;
-            row->p10_us = t.p10;
-            row->p90_us = t.p90;
-            row->min_us = t.min;
-            row->max_us = t.max;
-            row->noise = t.noise;
-            row->gbps = io.bytes / (t.median * 1e3);
+            row->iters = t.times.n;
+            row->median_us = t.times.median;
+            row->p10_us = t.times.p10;
+            row->p90_us = t.times.p90;
+            row->min_us = t.times.min;
+            row->max_us = t.times.max;
+            row->noise = t.times.noise;
+            row->sm_mhz = t.sm_mhz;
+            row->gbps = io.bytes / (t.times.median * 1e3);
             if (r->dev.peak_read_gbps > 0)
                 row->pct_peak_bw = 100.0 * row->gbps / r->dev.peak_read_gbps;
         }
@@ -375,9 +376,9 @@ int row_failed(const result_row_t *row)
 
 void runner_print_header(FILE *f)
 {
-    fprintf(f, "%-18s %5s %5s %4s %4s %4s %7s %5s %-5s %-10s %6s %-11s %10s %8s %6s %9s %-8s\n",
+    fprintf(f, "%-18s %5s %5s %4s %4s %4s %7s %5s %-5s %-10s %6s %-11s %10s %8s %6s %9s %-8s %5s\n",
             "kernel", "B", "W", "h", "g", "d", "ctx", "gen", "dtype", "cache", "splits", "status",
-            "median_us", "GB/s", "%peak", "rel_err", "verified");
+            "median_us", "GB/s", "%peak", "rel_err", "verified", "MHz");
     fflush(f);
 }
 
@@ -391,9 +392,9 @@ void runner_print_row(FILE *f, const result_row_t *row)
     char cache[24];
     if (row->block_size) snprintf(cache, sizeof cache, "%s%d", row->cache, row->block_size);
     else snprintf(cache, sizeof cache, "%s", row->cache);
-    fprintf(f, "%-18s %5d %5d %4d %4d %4d %7d %5d %-5s %-10s %6d %-11s %10.2f %8.1f %6.1f %9.2e %-8s\n",
+    fprintf(f, "%-18s %5d %5d %4d %4d %4d %7d %5d %-5s %-10s %6d %-11s %10.2f %8.1f %6.1f %9.2e %-8s %5.0f\n",
             kernel, row->batch, row->beam, row->heads, row->kv_heads, row->head_dim, row->ctx,
             row->gen, row->dtype, cache, row->splits, row->status, row->median_us, row->gbps,
-            row->pct_peak_bw, row->rel_err, row->verified);
+            row->pct_peak_bw, row->rel_err, row->verified, row->sm_mhz);
     fflush(f);
 }

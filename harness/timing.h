@@ -32,8 +32,16 @@ typedef struct timing_opts {
     bool profile;        /* cudaProfilerStart/Stop around the timed launches only */
 } timing_opts_t;
 
-/* The statistics of the per-launch times, in microseconds (n: timed launches). */
-typedef sample_summary_t timing_result_t;
+/* The statistics of the per-launch times, in microseconds (n: timed launches), and
+ * the SM clock the timed launches ran at: cycles over nanoseconds of SM 0, read
+ * (clock64, globaltimer) right before and after each launch's event pair and summed
+ * over the launches (nvbench's measure), NaN where it was not read (--profile, whose
+ * tools replay kernels at clocks of their own). Below the GPU's boost clock it says
+ * the launches ran throttled, most often at the board's power cap. */
+typedef struct timing_result {
+    sample_summary_t times;
+    double sm_mhz;
+} timing_result_t;
 
 /* Owns the L2-flush buffer (2x L2 size), the event pairs and a non-blocking
  * stream. Work on that stream is not ordered with the legacy default stream:

@@ -95,6 +95,9 @@ bad run --frobnicate --kernel fused
 bad run stray --kernel fused
 bad sweep --beam 1:4
 bad sweep --beam 1:4 --resume
+# --resume on a results CSV whose columns are not this version's (or an earlier one's)
+{ printf 'gpu,attn,kernel'; head -n 1 tests/fixtures/compare_base.csv | cut -d, -f4- | sed 's/^/,/'; } > "$tmp/foreign.csv"
+bad sweep --beam 1 --out "$tmp/foreign.csv" --resume
 bad sweep --out "$csv"
 bad sweep --beam 1:4 --out "$csv" --profile
 bad list --batch 1

@@ -39,6 +39,7 @@ static void ok_row(result_row_t *r, const char *kernel, int beam, double median)
     snprintf(r->model, sizeof r->model, "7b-gqa");
     r->layers = 32;
     snprintf(r->args, sizeof r->args, "--kernel %s --beam %d --cache paged", kernel, beam);
+    r->sm_mhz = 1755;
 }
 
 static void oom_row(result_row_t *r)
@@ -50,6 +51,7 @@ static void oom_row(result_row_t *r)
     r->p10_us = r->p90_us = r->min_us = r->max_us = r->noise = NAN;
     r->gbps = r->pct_peak_bw = NAN;
     r->max_abs_err = r->rel_err = NAN;
+    r->sm_mhz = NAN;
 }
 
 static int same_double(double a, double b)
@@ -88,6 +90,7 @@ static void assert_rows_equal(const result_row_t *a, const result_row_t *b)
     assert_string_equal(a->model, b->model);
     assert_int_equal(a->layers, b->layers);
     assert_string_equal(a->args, b->args);
+    assert_true(same_double(a->sm_mhz, b->sm_mhz));
 }
 
 static char tmp_path[64];
@@ -181,7 +184,7 @@ static void spec_columns_alone_are_enough(void **state)
     csv_write_header(f);
     csv_write_row(f, &r);
     fclose(f);
-    /* cut the appended four columns off every line */
+    /* cut the appended columns off every line */
     f = fopen(tmp_path, "r");
     char a[2048], b[2048], out[4096] = "";
     assert_non_null(fgets(a, sizeof a, f));
@@ -362,6 +365,59 @@ static void append_needs_the_same_columns(void **state)
     csv_free(&b);
 }
 
+/* A run appending to a file of an earlier version writes that version's columns, so
+ * the file stays whole; a file whose header is not such a prefix is refused. */
+static void appending_keeps_an_earlier_versions_columns(void **state)
+{
+    (void)state;
+    char msg[256];
+    result_row_t r, back;
+    ok_row(&r, "bifurcated", 8, 42.0);
+    /* tests/fixtures hold files written before the sm_mhz column */
+    const char *old = "tests/fixtures/compare_base.csv";
+    assert_int_equal(csv_file_columns(old, msg, sizeof msg), csv_column_count - 1);
+
+    FILE *f = tmp_open();
+    csv_write_header(f);
+    fclose(f);
+    assert_int_equal(csv_file_columns(tmp_path, msg, sizeof msg), csv_column_count);
+    unlink(tmp_path);
+
+    /* the fixture's header and rows, then a row of its columns */
+    csv_table_t t;
+    assert_int_equal(csv_read(old, &t, msg, sizeof msg), 0);
+    const int rows = t.nrows, ncols = t.ncols;
+    csv_free(&t);
+    FILE *in = fopen(old, "r");
+    assert_non_null(in);
+    f = tmp_open();
+    char line[4096];
+    while (fgets(line, sizeof line, in)) fputs(line, f);
+    fclose(in);
+    csv_write_row_cols(f, &r, ncols);
+    fclose(f);
+    assert_int_equal(csv_read(tmp_path, &t, msg, sizeof msg), 0);
+    assert_int_equal(t.nrows, rows + 1);
+    assert_int_equal(t.ncols, ncols);
+    assert_int_equal(csv_row_parse(&t, rows, &back), 0);
+    assert_string_equal(back.args, r.args);
+    assert_true(back.median_us == 42.0);
+    assert_true(isnan(back.sm_mhz));
+    csv_free(&t);
+    unlink(tmp_path);
+
+    /* two columns swapped: not a prefix of ours */
+    f = tmp_open();
+    fputs("gpu,attn,kernel", f);
+    for (int c = 3; c < csv_column_count; c++) fprintf(f, ",%s", csv_columns[c]);
+    fputc('\n', f);
+    fclose(f);
+    msg[0] = '\0';
+    assert_int_equal(csv_file_columns(tmp_path, msg, sizeof msg), -1);
+    assert_true(strstr(msg, "columns") != NULL);
+    unlink(tmp_path);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -371,6 +427,7 @@ int main(void)
         cmocka_unit_test(malformed_files_are_rejected),
         cmocka_unit_test(key_joins_exactly_the_same_configuration),
         cmocka_unit_test(append_needs_the_same_columns),
+        cmocka_unit_test(appending_keeps_an_earlier_versions_columns),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
