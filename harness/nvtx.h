@@ -11,11 +11,13 @@ extern "C" {
 #endif
 
 /* Phase names nested inside a configuration's range. timer_run pushes the
- * warm-up and timed ranges itself; the runner pushes the configuration, fill and
+ * warm-up, timed and clock ranges itself (clock: launches after the timed ones that
+ * read the SM clock, timing.h); the runner pushes the configuration, fill and
  * verify ranges. */
 #define NVTX_PHASE_FILL "fill"
 #define NVTX_PHASE_WARMUP "warm-up"
 #define NVTX_PHASE_TIMED "timed"
+#define NVTX_PHASE_CLOCK "clock"
 #define NVTX_PHASE_VERIFY "verify"
 
 /* Opens / closes a nested range. The domain is registered on first use; the tool

@@ -49,3 +49,11 @@ int stats_summarize(const double *samples, int n, sample_summary_t *out)
     free(sorted);
     return 0;
 }
+
+double stats_clock_mhz(unsigned long long ns0, unsigned long long cycles0, unsigned long long ns1,
+                       unsigned long long cycles1)
+{
+    if (ns0 == 0 || ns1 == 0 || ns1 <= ns0 || cycles1 <= cycles0)
+        return NAN;
+    return 1e3 * (double)(cycles1 - cycles0) / (double)(ns1 - ns0);
+}

@@ -24,6 +24,12 @@ double stats_quantile_sorted(const double *sorted, int n, double q);
  * cannot be allocated (out then holds zeros). */
 int stats_summarize(const double *samples, int n, sample_summary_t *out);
 
+/* The mean clock in MHz between two readings (ns of a nanosecond timer, cycles of a
+ * cycle counter): cycles per microsecond. NaN when a reading is missing (its timer
+ * zero) or the second is not after the first. */
+double stats_clock_mhz(unsigned long long ns0, unsigned long long cycles0, unsigned long long ns1,
+                       unsigned long long cycles1);
+
 #ifdef __cplusplus
 }
 #endif

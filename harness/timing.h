@@ -33,11 +33,11 @@ typedef struct timing_opts {
 } timing_opts_t;
 
 /* The statistics of the per-launch times, in microseconds (n: timed launches), and
- * the SM clock the timed launches ran at: cycles over nanoseconds of SM 0, read
- * (clock64, globaltimer) right before and after each launch's event pair and summed
- * over the launches (nvbench's measure), NaN where it was not read (--profile, whose
- * tools replay kernels at clocks of their own). Below the GPU's boost clock it says
- * the launches ran throttled, most often at the board's power cap. */
+ * the SM clock they ran at: the mean over a tenth as many launches right after them,
+ * SM 0's cycles (clock64) over the GPU timer's nanoseconds (globaltimer), NaN where
+ * it was not read (--profile, whose tools replay kernels at clocks of their own).
+ * Below the GPU's boost clock it says the launches ran throttled, most often at the
+ * board's power cap. */
 typedef struct timing_result {
     sample_summary_t times;
     double sm_mhz;

@@ -121,6 +121,18 @@ static void test_bad_input_is_refused(void **state)
     assert_int_equal(stats_summarize(&one, 1, NULL), -1);
 }
 
+static void test_clock_from_two_readings(void **state)
+{
+    (void)state;
+    /* 1.5e6 cycles in 1 ms: 1500 MHz */
+    assert_true(fabs(stats_clock_mhz(1000, 50, 1001000, 1500050) - 1500.0) < 1e-9);
+    /* a missing reading (its timer zero), no time passed, or the counter not moved */
+    assert_true(isnan(stats_clock_mhz(0, 50, 1001000, 1500050)));
+    assert_true(isnan(stats_clock_mhz(1000, 50, 0, 0)));
+    assert_true(isnan(stats_clock_mhz(1000, 50, 1000, 1500050)));
+    assert_true(isnan(stats_clock_mhz(1000, 50, 1001000, 50)));
+}
+
 static void expect_key(const char *name, const char *key)
 {
     char buf[32];
@@ -169,6 +181,7 @@ int main(void)
         cmocka_unit_test(test_outlier_moves_max_not_median),
         cmocka_unit_test(test_quantile_edges),
         cmocka_unit_test(test_bad_input_is_refused),
+        cmocka_unit_test(test_clock_from_two_readings),
         cmocka_unit_test(test_gpu_keys),
         cmocka_unit_test(test_gpu_key_truncates),
     };
