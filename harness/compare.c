@@ -204,7 +204,24 @@ static void pct_text(double x, char *buf, size_t len, bool sign)
         snprintf(buf, len, "-");
 }
 
-enum { F_VERDICT, F_KERNEL, F_CONFIG, F_BASE, F_NEW, F_CHANGE, F_NOISE, F_LIMIT, F_COUNT };
+enum { F_VERDICT, F_KERNEL, F_CONFIG, F_BASE, F_NEW, F_CHANGE, F_NOISE, F_LIMIT, F_CLOCK, F_COUNT };
+
+/* The SM clocks the two sides ran at (csv: sm_mhz), "base/new", "-" where a side has
+ * none (files of earlier versions, --profile rows): a slower row whose clock fell ran
+ * throttled, which the kernel may not be to blame for. */
+static void clock_text(const compare_entry_t *e, char *buf, size_t len)
+{
+    char side[2][16];
+    const result_row_t *r[2] = {&e->base, &e->next};
+    const bool present[2] = {e->has_base, e->has_next};
+    for (int i = 0; i < 2; i++) {
+        if (present[i] && isfinite(r[i]->sm_mhz))
+            snprintf(side[i], sizeof side[i], "%.0f", r[i]->sm_mhz);
+        else
+            snprintf(side[i], sizeof side[i], "-");
+    }
+    snprintf(buf, len, "%s/%s", side[0], side[1]);
+}
 
 static void entry_fields(const compare_entry_t *e, char f[F_COUNT][160])
 {
@@ -218,12 +235,14 @@ static void entry_fields(const compare_entry_t *e, char f[F_COUNT][160])
     /* noise and limit only where a change was judged against them */
     pct_text(isfinite(e->change) ? e->noise : NAN, f[F_NOISE], 160, false);
     pct_text(isfinite(e->change) ? e->limit : NAN, f[F_LIMIT], 160, false);
+    clock_text(e, f[F_CLOCK], 160);
 }
 
 void compare_print(FILE *f, const compare_result_t *r, bool changes_only)
 {
     static const char *const head[F_COUNT] = {
         "verdict", "kernel", "configuration", "base us", "new us", "change %", "noise %", "limit %",
+        "MHz base/new",
     };
     int width[F_COUNT];
     char fields[F_COUNT][160];

@@ -56,8 +56,9 @@ verdict_t compare_rows(const result_row_t *base, const result_row_t *next, doubl
  * supersedes). Returns 0, or -1 with one line in msg. */
 int compare_tables(const csv_table_t *base, const csv_table_t *next, double threshold,
                    compare_result_t *out, char *msg, size_t len);
-/* Aligned table (kernel, configuration, base us, new us, change %, noise %, limit %,
- * verdict) and a summary line; changes_only leaves out the rows judged same. */
+/* Aligned table (verdict, kernel, configuration, base us, new us, change %, noise %,
+ * limit %, the two sides' SM clocks) and a summary line; changes_only leaves out the
+ * rows judged same. */
 void compare_print(FILE *f, const compare_result_t *r, bool changes_only);
 /* 1 when any row is slower, broken or missing, else 0. */
 int compare_exit_status(const compare_result_t *r);

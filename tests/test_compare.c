@@ -208,6 +208,43 @@ static void command_exit_statuses(void **state)
     assert_int_equal(cmd_compare(5, thr), 2);
 }
 
+/* A copy of a fixture with the sm_mhz column appended, every row at mhz. */
+static void with_clock(const char *fixture, const char *path, int mhz)
+{
+    FILE *in = fopen(fixture, "r"), *out = fopen(path, "w");
+    assert_non_null(in);
+    assert_non_null(out);
+    char line[4096];
+    for (int first = 1; fgets(line, sizeof line, in); first = 0) {
+        line[strcspn(line, "\n")] = '\0';
+        if (first) fprintf(out, "%s,sm_mhz\n", line);
+        else fprintf(out, "%s,%d\n", line, mhz);
+    }
+    fclose(in);
+    fclose(out);
+}
+
+/* Each row shows the clocks its two sides ran at, "-" for a side without one. */
+static void rows_show_both_sides_clocks(void **state)
+{
+    (void)state;
+    const char *base = "/tmp/attnbench_compare_base_mhz.csv", *slower = "/tmp/attnbench_compare_slower_mhz.csv";
+    with_clock(FIXTURES "/compare_base.csv", base, 1830);
+    with_clock(FIXTURES "/compare_slower.csv", slower, 1520);
+    char *text = NULL, msg[256];
+    assert_int_equal(run_files(base, slower, &text, msg, sizeof msg), 1);
+    assert_non_null(strstr(text, "MHz base/new"));
+    assert_non_null(strstr(text, "1830/1520"));
+    free(text);
+    text = NULL;
+    assert_int_equal(run_files(FIXTURES "/compare_base.csv", slower, &text, msg, sizeof msg), 1);
+    assert_non_null(strstr(text, "-/1520"));
+    assert_null(strstr(text, "1830"));
+    free(text);
+    remove(base);
+    remove(slower);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -220,6 +257,7 @@ int main(void)
         cmocka_unit_test(row_rules),
         cmocka_unit_test(malformed_file_exits_2),
         cmocka_unit_test(command_exit_statuses),
+        cmocka_unit_test(rows_show_both_sides_clocks),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
