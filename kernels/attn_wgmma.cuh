@@ -537,9 +537,15 @@ __global__ void __launch_bounds__(wg_threads<KT, DEC>(), 1)
      * the table's round trip (an L2 miss under the decode part's streaming, often) before
      * every decode tile, and its warpgroup with it at the next GEMM. */
     struct dec_source { int mat, key; tile_boxes tb; };
+    /* decode tile i's stream and its first key within the stream's decode keys */
+    auto dec_where = [&](const cta_coord &c, int i, int *stream) {
+        const int q = dec_job(i);
+        *stream = dec_stream(c, dec_job_row(c, q));
+        return (i - q * dec_tiles) * KT;
+    };
     auto dec_look_up = [&](const cta_coord &c, int i, dec_source *dst) {
-        const int q = dec_job(i), stream = dec_stream(c, dec_job_row(c, q));
-        const int key = (i - q * dec_tiles) * KT;
+        int stream;
+        const int key = dec_where(c, i, &stream);
         dst->mat = stream * 2 * P.kv_heads + c.head;
         dst->key = key;
         if constexpr (ADDR == ADDR_PAGED) {
@@ -556,8 +562,8 @@ __global__ void __launch_bounds__(wg_threads<KT, DEC>(), 1)
     /* The same in registers, for the copier, whose look-up of a tile goes out before it
      * waits to copy the one before it. */
     auto dec_source_of = [&](const cta_coord &c, int i) {
-        const int q = dec_job(i), stream = dec_stream(c, dec_job_row(c, q));
-        const int key = (i - q * dec_tiles) * KT;
+        int stream;
+        const int key = dec_where(c, i, &stream);
         dec_source src{stream * 2 * P.kv_heads + c.head, key, tile_boxes{}};
         if constexpr (ADDR == ADDR_PAGED) src.tb = boxes_at(table_row(stream), P.key_end + key, P.key_end + P.dec_keys);
         return src;
