@@ -32,7 +32,9 @@ static int drop_unfinished_row(const char *path, off_t size)
     return rc;
 }
 
-static int done_load(const char *path, done_rows_t *d)
+/* The rows a --resume run finds finished in the CSV at path, and how many columns its
+ * header holds (csv_table_columns: the rows it appends get those), in one read. */
+static int done_load(const char *cmd, const char *path, done_rows_t *d, int *cols)
 {
     memset(d, 0, sizeof *d);
     struct stat st;
@@ -43,8 +45,9 @@ static int done_load(const char *path, done_rows_t *d)
     }
     csv_table_t t;
     char msg[256];
-    if (csv_read(path, &t, msg, sizeof msg) != 0) {
-        fprintf(stderr, "attnbench: --resume: %s\n", msg);
+    if (csv_read(path, &t, msg, sizeof msg) != 0 || (*cols = csv_table_columns(&t, path, msg, sizeof msg)) < 0) {
+        if (t.names) csv_free(&t);
+        fprintf(stderr, "attnbench %s: --resume: %s\n", cmd, msg);
         return -1;
     }
     d->keys = calloc(t.nrows ? t.nrows : 1, sizeof *d->keys);
@@ -317,12 +320,15 @@ static int run_command(int argc, char **argv, command_t cmd)
     done_rows_t done;
     memset(&done, 0, sizeof done);
     if (o.out) {
-        if (o.resume && done_load(o.out, &done) != 0) return 2;
+        /* rows appended to a file get its columns: an earlier version's file stays whole */
+        if (o.resume && done_load(argv[0], o.out, &done, &csv.cols) != 0) {
+            free(jobs);
+            return 2;
+        }
         struct stat st;
         int append = (o.resume || cmd == CMD_RUN) && stat(o.out, &st) == 0 && st.st_size > 0;
-        /* rows appended to a file get its columns: an earlier version's file stays whole */
         char msg[256];
-        if (append && (csv.cols = csv_file_columns(o.out, msg, sizeof msg)) < 0) {
+        if (append && !o.resume && (csv.cols = csv_file_columns(o.out, msg, sizeof msg)) < 0) {
             fprintf(stderr, "attnbench %s: --out %s\n", argv[0], msg);
             done_free(&done);
             free(jobs);

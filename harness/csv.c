@@ -493,19 +493,25 @@ int csv_read(const char *path, csv_table_t *t, char *msg, size_t len)
     return 0;
 }
 
+int csv_table_columns(const csv_table_t *t, const char *path, char *msg, size_t len)
+{
+    int n = t->ncols, prefix = n <= NCOLS;
+    for (int c = 0; prefix && c < n; c++)
+        prefix = strcmp(t->names[c], cols[c].name) == 0;
+    if (!prefix) {
+        snprintf(msg, len, "%s: its columns are not a results CSV's of this or an earlier version", path);
+        return -1;
+    }
+    return n;
+}
+
 int csv_file_columns(const char *path, char *msg, size_t len)
 {
     csv_table_t t;
     if (csv_read(path, &t, msg, len) != 0)
         return -1;
-    int n = t.ncols, prefix = n <= NCOLS;
-    for (int c = 0; prefix && c < n; c++)
-        prefix = strcmp(t.names[c], cols[c].name) == 0;
+    int n = csv_table_columns(&t, path, msg, len);
     csv_free(&t);
-    if (!prefix) {
-        snprintf(msg, len, "%s: its columns are not a results CSV's of this or an earlier version", path);
-        return -1;
-    }
     return n;
 }
 

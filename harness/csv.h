@@ -46,11 +46,6 @@ void csv_write_header(FILE *f);
  * header has fewer: csv_file_columns). */
 void csv_write_row(FILE *f, const result_row_t *r);
 void csv_write_row_cols(FILE *f, const result_row_t *r, int ncols);
-/* How many of the columns, in order, the header of the results CSV at path holds: a
- * file of an earlier version holds the first of them. Returns that count, or -1 with
- * one line in msg when the file cannot be read or its header is not such a prefix. */
-int csv_file_columns(const char *path, char *msg, size_t len);
-
 typedef struct csv_table {
     int ncols;
     char **names;
@@ -76,6 +71,12 @@ int csv_append(csv_table_t *dst, const csv_table_t *src, char *msg, size_t len);
  * when forced: when args is empty or holds "--splits"; otherwise it is the planner's
  * choice, a result rather than configuration. */
 void csv_row_key(const result_row_t *r, char *buf, size_t len);
+/* How many of the columns, in order, the header of a results CSV (read from path) holds:
+ * a file of an earlier version holds the first of them. Returns that count, or -1 with
+ * one line in msg when its header is not such a prefix. */
+int csv_table_columns(const csv_table_t *t, const char *path, char *msg, size_t len);
+/* The same for the file at path, read for it (-1 also where it cannot be read). */
+int csv_file_columns(const char *path, char *msg, size_t len);
 void csv_free(csv_table_t *t);
 
 /* Parses a whole field as a number; empty -> NaN. Returns 0, or -1 when the text
