@@ -337,6 +337,8 @@ static int run_command(int argc, char **argv, command_t cmd)
         csv.f = fopen(o.out, append ? "a" : "w");
         if (!csv.f) {
             fprintf(stderr, "attnbench %s: --out %s: cannot open for writing\n", argv[0], o.out);
+            done_free(&done);
+            free(jobs);
             return 2;
         }
         if (!append) csv_write_header(csv.f);

@@ -46,6 +46,7 @@ void csv_write_header(FILE *f);
  * header has fewer: csv_file_columns). */
 void csv_write_row(FILE *f, const result_row_t *r);
 void csv_write_row_cols(FILE *f, const result_row_t *r, int ncols);
+
 typedef struct csv_table {
     int ncols;
     char **names;

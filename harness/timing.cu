@@ -23,7 +23,7 @@ struct timer {
     cudaEvent_t *start, *stop;
     int events;              /* event pairs created */
     double *samples;         /* per-launch microseconds, events long */
-    clock_stamp_t *stamps;   /* device: SM 0's clock before and after the timed launches */
+    clock_stamp_t *stamps;   /* device: SM 0's clock before and after the clock phase's launches */
     int sms;                 /* blocks of a stamp launch: one per SM, so that one lands on SM 0 */
 };
 
