@@ -151,6 +151,29 @@ static void record(const csv_out_t *csv, command_t cmd, result_row_t *row, tally
     t->failed += row_failed(row);
 }
 
+/* Opens --out for the rows: appended to where --resume (done then gets its finished
+ * rows) or run finds it holding something, its rows getting the file's columns so
+ * that an earlier version's file stays whole; else written afresh, header first.
+ * Returns 0, or 2 with one line on stderr. */
+static int csv_out_open(const char *name, const options_t *o, command_t cmd, csv_out_t *csv, done_rows_t *done)
+{
+    if (o->resume && done_load(name, o->out, done, &csv->cols) != 0) return 2;
+    struct stat st;
+    const int append = (o->resume || cmd == CMD_RUN) && stat(o->out, &st) == 0 && st.st_size > 0;
+    char msg[256];
+    if (append && !o->resume && (csv->cols = csv_file_columns(o->out, msg, sizeof msg)) < 0) {
+        fprintf(stderr, "attnbench %s: --out %s\n", name, msg);
+        return 2;
+    }
+    csv->f = fopen(o->out, append ? "a" : "w");
+    if (!csv->f) {
+        fprintf(stderr, "attnbench %s: --out %s: cannot open for writing\n", name, o->out);
+        return 2;
+    }
+    if (!append) csv_write_header(csv->f);
+    return 0;
+}
+
 /* Runs every job in GPU processes, starting a new one past any job that broke the
  * last. Returns 0, or 1 when no GPU process could start at all. */
 static int run_jobs(command_t cmd, const options_t *o, const job_t *jobs, int n, const csv_out_t *csv,
@@ -319,29 +342,10 @@ static int run_command(int argc, char **argv, command_t cmd)
     csv_out_t csv = {NULL, csv_column_count};
     done_rows_t done;
     memset(&done, 0, sizeof done);
-    if (o.out) {
-        /* rows appended to a file get its columns: an earlier version's file stays whole */
-        if (o.resume && done_load(argv[0], o.out, &done, &csv.cols) != 0) {
-            free(jobs);
-            return 2;
-        }
-        struct stat st;
-        int append = (o.resume || cmd == CMD_RUN) && stat(o.out, &st) == 0 && st.st_size > 0;
-        char msg[256];
-        if (append && !o.resume && (csv.cols = csv_file_columns(o.out, msg, sizeof msg)) < 0) {
-            fprintf(stderr, "attnbench %s: --out %s\n", argv[0], msg);
-            done_free(&done);
-            free(jobs);
-            return 2;
-        }
-        csv.f = fopen(o.out, append ? "a" : "w");
-        if (!csv.f) {
-            fprintf(stderr, "attnbench %s: --out %s: cannot open for writing\n", argv[0], o.out);
-            done_free(&done);
-            free(jobs);
-            return 2;
-        }
-        if (!append) csv_write_header(csv.f);
+    if (o.out && (rc = csv_out_open(argv[0], &o, cmd, &csv, &done)) != 0) {
+        done_free(&done);
+        free(jobs);
+        return rc;
     }
     tally_t t = {0};
     rc = run_jobs(cmd, &o, jobs, n_jobs, &csv, &done, &t);
