@@ -590,7 +590,6 @@ __global__ void __launch_bounds__(wg_threads<KT, DEC>(), 1)
      * slot k for the merge. The thread holds keys (or dims) mb*64 + 16*(warp%4) +
      * lane/4 + 8h and queries 2*(lane%4) + e, at [mb][2h + e]. */
     auto dec_compute = [&](const cta_coord &c, int i, unsigned char *kp, auto k_read, auto v_wait, auto v_read) {
-        unsigned char *pv = kp + S::TILE;
         const uint32_t kbuf = smem_addr(kp), vbuf = kbuf + S::TILE;
         const int q = dec_job(i), k = i - q * dec_tiles;
         const int row = dec_job_row(c, q);
@@ -640,10 +639,10 @@ __global__ void __launch_bounds__(wg_threads<KT, DEC>(), 1)
 #pragma unroll
                 for (int h = 0; h < 2; ++h) {
                     const int key = mb * 64 + wq * 16 + (lane >> 2) + 8 * h;
-                    const float pv = fast_exp2(fmaf(st[mb][2 * h + e], P.scale_log2, -m[e]));
-                    l[e] += pv;
+                    const float pe = fast_exp2(fmaf(st[mb][2 * h + e], P.scale_log2, -m[e]));
+                    l[e] += pe;
                     *reinterpret_cast<T *>(pt + (key >> 6) * 1024 + col * 128 +
-                                           ((((key & 63) >> 3) ^ col) << 4) + (key & 7) * 2) = dt<T>::from_f(pv);
+                                           ((((key & 63) >> 3) ^ col) << 4) + (key & 7) * 2) = dt<T>::from_f(pe);
                 }
 #pragma unroll
             for (int o = 4; o < 32; o <<= 1) l[e] += __shfl_xor_sync(0xffffffffu, l[e], o);
@@ -653,6 +652,7 @@ __global__ void __launch_bounds__(wg_threads<KT, DEC>(), 1)
          * anything, NaN included, and 0 * NaN would reach O) */
         v_wait();
         if constexpr (ADDR == ADDR_PAGED) {
+            unsigned char *pv = kp + S::TILE;
             for (int x = (tid & 127) + nvalid * 16; x < KT * 16; x += 128)
                 *reinterpret_cast<uint4 *>(pv + (x & 8) / 8 * S::HALF_TILE + (x >> 4) * 128 + (x & 7) * 16) =
                     make_uint4(0, 0, 0, 0);
