@@ -9,7 +9,7 @@
 #include <unistd.h>
 #include "commands.h"
 #include "../harness/csv.h"
-#include "../harness/options.h"
+#include "options.h"
 #include "../harness/runner.h"
 
 /* Keys of the rows an earlier run of the sweep already finished (--resume). */

@@ -10,7 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
-#include "../harness/options.h"
+#include "../bench/options.h"
 
 #ifndef ATTNBENCH_SUITE_DIR
 #define ATTNBENCH_SUITE_DIR "bench/suites"

@@ -7,8 +7,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include "presets.h"
-#include "../bench/usage.h"
+#include "../harness/presets.h"
+#include "usage.h"
 #include "../kernels/registry.h"
 
 #ifndef ATTNBENCH_SUITE_DIR

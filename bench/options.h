@@ -1,11 +1,12 @@
-/* Command-line options of the subcommands and suite files (SPEC §5). */
+/* Command-line options of the subcommands and suite files (SPEC §5): the command
+ * layer, which prints the help it is asked for. */
 #ifndef ATTNBENCH_OPTIONS_H
 #define ATTNBENCH_OPTIONS_H
 
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
-#include "grid.h"
+#include "../harness/grid.h"
 
 #ifdef __cplusplus
 extern "C" {
