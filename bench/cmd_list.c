@@ -12,7 +12,7 @@ int cmd_list(int argc, char **argv)
         return 0;
     }
     if (argc > 1) {
-        fprintf(stderr, "attnbench list: unexpected argument '%s' (list takes none)\n", argv[1]);
+        cmd_error("list", "unexpected argument '%s' (list takes none)", argv[1]);
         return 2;
     }
     for (int i = 0; attn_kernels[i]; ++i) {

@@ -14,11 +14,11 @@ int cmd_peak(int argc, char **argv)
         return 0;
     }
     if (argc > 1) {
-        fprintf(stderr, "attnbench peak: unexpected argument '%s' (peak takes none)\n", argv[1]);
+        cmd_error("peak", "unexpected argument '%s' (peak takes none)", argv[1]);
         return 2;
     }
     if (!device_available()) {
-        fprintf(stderr, "attnbench: no CUDA GPU is usable on this machine; peak needs one\n");
+        cmd_error(NULL, "no CUDA GPU is usable on this machine; peak needs one");
         return 1;
     }
     device_info_t dev;
@@ -26,7 +26,7 @@ int cmd_peak(int argc, char **argv)
     cudaError_t e = device_query(&dev);
     if (e == cudaSuccess) e = peak_measure(&dev, &peak);
     if (e != cudaSuccess) {
-        fprintf(stderr, "attnbench peak: %s\n", cudaGetErrorString(e));
+        cmd_error("peak", "%s", cudaGetErrorString(e));
         return 1;
     }
     printf("gpu              %s (%s)\n", dev.name, dev.gpu);

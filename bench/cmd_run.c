@@ -4,76 +4,14 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
+#include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
 #include "commands.h"
 #include "../harness/csv.h"
+#include "out_csv.h"
 #include "options.h"
 #include "../harness/runner.h"
-
-/* Keys of the rows an earlier run of the sweep already finished (--resume). */
-typedef struct done_rows {
-    int n;
-    char **keys;
-} done_rows_t;
-
-/* A sweep killed while writing leaves a last line without its newline: that row was
- * not finished, so it goes, and the rows before it stay. */
-static int drop_unfinished_row(const char *path, off_t size)
-{
-    FILE *f = fopen(path, "r+");
-    if (!f) return -1;
-    off_t end = size;
-    int c = 0;
-    while (end > 0 && fseeko(f, end - 1, SEEK_SET) == 0 && (c = fgetc(f)) != '\n') end--;
-    int rc = end == size ? 0 : ftruncate(fileno(f), end);
-    fclose(f);
-    return rc;
-}
-
-/* The rows a --resume run finds finished in the CSV at path, and how many columns its
- * header holds (csv_table_columns: the rows it appends get those), in one read. */
-static int done_load(const char *cmd, const char *path, done_rows_t *d, int *cols)
-{
-    memset(d, 0, sizeof *d);
-    struct stat st;
-    if (stat(path, &st) != 0 || st.st_size == 0) return 0; /* nothing finished yet */
-    if (drop_unfinished_row(path, st.st_size) != 0) {
-        fprintf(stderr, "attnbench: --resume: %s: cannot rewrite its unfinished last row\n", path);
-        return -1;
-    }
-    csv_table_t t;
-    char msg[256];
-    if (csv_read(path, &t, msg, sizeof msg) != 0 || (*cols = csv_table_columns(&t, path, msg, sizeof msg)) < 0) {
-        if (t.names) csv_free(&t);
-        fprintf(stderr, "attnbench %s: --resume: %s\n", cmd, msg);
-        return -1;
-    }
-    d->keys = calloc(t.nrows ? t.nrows : 1, sizeof *d->keys);
-    for (int i = 0; i < t.nrows; ++i) {
-        result_row_t row;
-        if (csv_row_parse(&t, i, &row) != 0) continue;
-        char key[1024];
-        csv_row_key(&row, key, sizeof key);
-        d->keys[d->n++] = strdup(key);
-    }
-    csv_free(&t);
-    return 0;
-}
-
-static int done_has(const done_rows_t *d, const char *key)
-{
-    for (int i = 0; i < d->n; ++i)
-        if (!strcmp(d->keys[i], key)) return 1;
-    return 0;
-}
-
-static void done_free(done_rows_t *d)
-{
-    for (int i = 0; i < d->n; ++i) free(d->keys[i]);
-    free(d->keys);
-}
 
 /* One (configuration, kernel) to run. */
 typedef struct job {
@@ -95,7 +33,7 @@ typedef struct job_report {
  * kernel) poisons the whole process, so the jobs run where the parent can restart
  * them past the faulty one. Reports each finished job through fd. */
 static void gpu_process(int fd, command_t cmd, const options_t *o, const job_t *jobs, int n,
-                        int start, const done_rows_t *done)
+                        int start, const out_csv_t *out)
 {
     timing_opts_t timing = {.warmup = o->warmup, .iters = o->iters, .min_time_s = o->min_time_s,
                             .hot = o->hot, .graph = o->graph, .profile = o->profile};
@@ -114,11 +52,11 @@ static void gpu_process(int fd, command_t cmd, const options_t *o, const job_t *
         job_report_t rep;
         memset(&rep, 0, sizeof rep);
         rep.job = i;
-        if (done->n) {
+        if (out->n_done) {
             char key[1024];
             runner_describe_row(&runner, &jobs[i].problem, jobs[i].kernel, &rep.row);
             csv_row_key(&rep.row, key, sizeof key);
-            rep.skipped = done_has(done, key);
+            rep.skipped = out_csv_done(out, key);
         }
         if (!rep.skipped) runner_row(&runner, &jobs[i].problem, jobs[i].kernel, &rep.row);
         if (write(fd, &rep, sizeof rep) != (ssize_t)sizeof rep) _exit(1);
@@ -133,51 +71,28 @@ typedef struct tally {
     int rows, failed, skipped;
 } tally_t;
 
-/* The results CSV being written (NULL: none) and how many columns its rows get
- * (csv_write_row_cols). */
-typedef struct csv_out {
-    FILE *f;
-    int cols;
-} csv_out_t;
-
-static void record(const csv_out_t *csv, command_t cmd, result_row_t *row, tally_t *t)
+/* Prints and writes one finished row. Returns 0, or -1 with one line on stderr when
+ * --out cannot take it. */
+static int record(out_csv_t *csv, command_t cmd, result_row_t *row, tally_t *t)
 {
     /* verify counts a row it could not check as a failure */
     if (cmd == CMD_VERIFY && !strcmp(row->status, "ok") && strcmp(row->verified, "yes"))
         snprintf(row->status, sizeof row->status, "%s", "mismatch");
     runner_print_row(stdout, row);
-    if (csv->f) csv_write_row_cols(csv->f, row, csv->cols);
     t->rows++;
     t->failed += row_failed(row);
-}
-
-/* Opens --out for the rows: appended to where --resume (done then gets its finished
- * rows) or run finds it holding something, its rows getting the file's columns so
- * that an earlier version's file stays whole; else written afresh, header first.
- * Returns 0, or 2 with one line on stderr. */
-static int csv_out_open(const char *name, const options_t *o, command_t cmd, csv_out_t *csv, done_rows_t *done)
-{
-    if (o->resume && done_load(name, o->out, done, &csv->cols) != 0) return 2;
-    struct stat st;
-    const int append = (o->resume || cmd == CMD_RUN) && stat(o->out, &st) == 0 && st.st_size > 0;
-    char msg[256];
-    if (append && !o->resume && (csv->cols = csv_file_columns(o->out, msg, sizeof msg)) < 0) {
-        fprintf(stderr, "attnbench %s: --out %s\n", name, msg);
-        return 2;
+    char msg[512];
+    if (csv->path && out_csv_write(csv, row, msg, sizeof msg) != 0) {
+        cmd_error(command_name(cmd), "--out %s", msg);
+        return -1;
     }
-    csv->f = fopen(o->out, append ? "a" : "w");
-    if (!csv->f) {
-        fprintf(stderr, "attnbench %s: --out %s: cannot open for writing\n", name, o->out);
-        return 2;
-    }
-    if (!append) csv_write_header(csv->f);
     return 0;
 }
 
 /* Runs every job in GPU processes, starting a new one past any job that broke the
  * last. Returns 0, or 1 when no GPU process could start at all. */
-static int run_jobs(command_t cmd, const options_t *o, const job_t *jobs, int n, const csv_out_t *csv,
-                    const done_rows_t *done, tally_t *t)
+static int run_jobs(command_t cmd, const options_t *o, const job_t *jobs, int n, out_csv_t *csv,
+                    tally_t *t)
 {
     int next = 0;
     char gpu[32] = "";
@@ -196,7 +111,7 @@ static int run_jobs(command_t cmd, const options_t *o, const job_t *jobs, int n,
         }
         if (pid == 0) {
             close(fds[0]);
-            gpu_process(fds[1], cmd, o, jobs, n, next, done);
+            gpu_process(fds[1], cmd, o, jobs, n, next, csv);
         }
         close(fds[1]);
         int reports = 0;
@@ -205,8 +120,14 @@ static int run_jobs(command_t cmd, const options_t *o, const job_t *jobs, int n,
             reports++;
             next = rep.job + 1;
             snprintf(gpu, sizeof gpu, "%s", rep.row.gpu);
-            if (rep.skipped) t->skipped++;
-            else record(csv, cmd, &rep.row, t);
+            if (rep.skipped) {
+                t->skipped++;
+            } else if (record(csv, cmd, &rep.row, t) != 0) {
+                kill(pid, SIGKILL);   /* rows that cannot be kept are not worth measuring */
+                close(fds[0]);
+                waitpid(pid, NULL, 0);
+                return 1;
+            }
         }
         close(fds[0]);
         int status = 0;
@@ -218,13 +139,15 @@ static int run_jobs(command_t cmd, const options_t *o, const job_t *jobs, int n,
         runner_t none;
         memset(&none, 0, sizeof none);
         snprintf(none.dev.gpu, sizeof none.dev.gpu, "%s", gpu);
+        none.timing.hot = o->hot;     /* the row's args, and so its key, as measured */
+        none.timing.graph = o->graph;
         result_row_t row;
         runner_describe_row(&none, &jobs[next].problem, jobs[next].kernel, &row);
         snprintf(row.status, sizeof row.status, "%s", "error");
-        fprintf(stderr, "attnbench: %s: the process running it died (%s %d)\n", row.args,
+        cmd_error(NULL, "%s: the process running it died (%s %d)", row.args,
                 WIFSIGNALED(status) ? "signal" : "exit status",
                 WIFSIGNALED(status) ? WTERMSIG(status) : WEXITSTATUS(status));
-        record(csv, cmd, &row, t);
+        if (record(csv, cmd, &row, t) != 0) return 1;
         next++;
     }
     return 0;
@@ -241,7 +164,7 @@ static int expand_jobs(const suite_entry_t *entries, int n_entries, job_t **jobs
         problem_t *problems = NULL;
         int np = 0;
         if (grid_expand(&entries[e].grid, &problems, &np, msg, sizeof msg) != 0) {
-            fprintf(stderr, "attnbench: %s\n", msg);
+            cmd_error(NULL, "%s", msg);
             free(*jobs);
             return 2;
         }
@@ -253,7 +176,7 @@ static int expand_jobs(const suite_entry_t *entries, int n_entries, job_t **jobs
                     if (!grown) {
                         free(problems);
                         free(*jobs);
-                        fprintf(stderr, "attnbench: out of host memory\n");
+                        cmd_error(NULL, "out of host memory");
                         return 2;
                     }
                     *jobs = grown;
@@ -283,7 +206,7 @@ static int run_command(int argc, char **argv, command_t cmd)
     int rc = options_parse(argc, argv, cmd, &o, msg, sizeof msg);
     if (rc == 1) return 0;
     if (rc != 0) {
-        fprintf(stderr, "attnbench %s: %s\n", argv[0], msg);
+        cmd_error(argv[0], "%s", msg);
         return 2;
     }
 
@@ -302,7 +225,7 @@ static int run_command(int argc, char **argv, command_t cmd)
     }
     if (suite) {
         if (suite_load(suite, &o, &entries, &n_entries, msg, sizeof msg) != 0) {
-            fprintf(stderr, "attnbench %s: %s\n", argv[0], msg);
+            cmd_error(argv[0], "%s", msg);
             return 2;
         }
     } else {
@@ -333,24 +256,27 @@ static int run_command(int argc, char **argv, command_t cmd)
         /* a lone configuration the kernel cannot run is bad input, not a row */
         const char *why = jobs[0].kernel->unsupported(&jobs[0].problem);
         if (why) {
-            fprintf(stderr, "attnbench run: --kernel %s: %s\n", jobs[0].kernel->name, why);
+            cmd_error("run", "--kernel %s: %s", jobs[0].kernel->name, why);
             free(jobs);
             return 2;
         }
     }
 
-    csv_out_t csv = {NULL, csv_column_count};
-    done_rows_t done;
-    memset(&done, 0, sizeof done);
-    if (o.out && (rc = csv_out_open(argv[0], &o, cmd, &csv, &done)) != 0) {
-        done_free(&done);
+    /* --out last: checked whole, and touched only once the first row is in */
+    out_csv_t csv;
+    memset(&csv, 0, sizeof csv);
+    if (o.out && out_csv_check(&csv, o.out, o.resume || (cmd == CMD_RUN && !o.force), o.force,
+                               msg, sizeof msg) != 0) {
+        cmd_error(argv[0], "--out %s", msg);
         free(jobs);
-        return rc;
+        return 2;
     }
     tally_t t = {0};
-    rc = run_jobs(cmd, &o, jobs, n_jobs, &csv, &done, &t);
-    if (csv.f) fclose(csv.f);
-    done_free(&done);
+    rc = run_jobs(cmd, &o, jobs, n_jobs, &csv, &t);
+    if (out_csv_close(&csv, msg, sizeof msg) != 0 && !rc) {
+        cmd_error(argv[0], "--out %s", msg);
+        rc = 1;
+    }
     free(jobs);
     if (rc) return rc;
     printf("# %d rows, %d failed", t.rows, t.failed);

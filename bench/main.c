@@ -1,4 +1,5 @@
 /* attnbench: benchmark and verify the decode step of LLM attention. */
+#include <errno.h>
 #include <stdio.h>
 #include <string.h>
 #include "commands.h"
@@ -15,7 +16,19 @@ static const struct {
     {"verify", cmd_verify}, {"table", cmd_table}, {"compare", cmd_compare},
 };
 
-int main(int argc, char **argv)
+/* A command's output that did not reach standard output (a full disk, /dev/full) is
+ * a failure of the command: exit 1 with one line. */
+static int finish(int rc)
+{
+    int err = fflush(stdout) != 0 ? errno : 0;
+    if (err || ferror(stdout)) {
+        cmd_error(NULL, "cannot write standard output: %s", err ? strerror(err) : "write error");
+        return rc ? rc : 1;
+    }
+    return rc;
+}
+
+static int run(int argc, char **argv)
 {
     if (argc < 2) {
         usage_print(stderr, NULL);
@@ -31,6 +44,8 @@ int main(int argc, char **argv)
     }
     for (size_t i = 0; i < sizeof commands / sizeof commands[0]; ++i)
         if (!strcmp(argv[1], commands[i].name)) return commands[i].run(argc - 1, argv + 1);
-    fprintf(stderr, "attnbench: unknown command '%s' (try attnbench --help)\n", argv[1]);
+    cmd_error(NULL, "unknown command '%s' (try attnbench --help)", argv[1]);
     return 2;
 }
+
+int main(int argc, char **argv) { return finish(run(argc, argv)); }

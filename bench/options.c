@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "../harness/presets.h"
+#include "../harness/timing.h"
 #include "usage.h"
 #include "../kernels/registry.h"
 
@@ -21,13 +22,15 @@ enum opt_id {
     OPT_BATCH = 256, OPT_BEAM, OPT_HEADS, OPT_KV_HEADS, OPT_HEAD_DIM, OPT_CTX, OPT_GEN,
     OPT_DTYPE, OPT_CACHE, OPT_BLOCK_SIZE, OPT_INDIRECTION, OPT_MULTI_BLOCK, OPT_SPLITS,
     OPT_Q_SCALING, OPT_MODEL, OPT_LAYERS, OPT_KERNEL, OPT_KERNELS, OPT_OUT, OPT_SUITE,
-    OPT_RESUME, OPT_VERIFY, OPT_PROFILE, OPT_HOT, OPT_GRAPH, OPT_ITERS, OPT_WARMUP,
-    OPT_MIN_TIME, OPT_SEED, OPT_HELP,
+    OPT_RESUME, OPT_FORCE, OPT_VERIFY, OPT_PROFILE, OPT_HOT, OPT_GRAPH, OPT_ITERS, OPT_WARMUP,
+    OPT_MIN_TIME, OPT_SEED, OPT_IN, OPT_ROWS, OPT_COLS, OPT_VALUE, OPT_AGG, OPT_WHERE,
+    OPT_PAPER, OPT_FORMAT, OPT_THRESHOLD, OPT_CHANGES, OPT_HELP,
 };
 
 /* Where an option may appear: one bit per command, and suite lines. */
 #define IN(cmd) (1u << (cmd))
-#define IN_SUITE (1u << 5)
+#define SUITE_LINE ((command_t)(CMD_COMPARE + 1))   /* parse mode of a suite line */
+#define IN_SUITE IN(SUITE_LINE)
 #define PROBLEM (IN(CMD_RUN) | IN(CMD_SWEEP) | IN_SUITE)
 
 typedef struct opt_def {
@@ -55,13 +58,15 @@ static const opt_def_t opt_defs[] = {
     {"splits", required_argument, OPT_SPLITS, 0, PROBLEM, GRID_FIELD_SPLITS},
     {"q-scaling", required_argument, OPT_Q_SCALING, 0, PROBLEM, GRID_FIELD_Q_SCALING},
     {"model", required_argument, OPT_MODEL, 'm', PROBLEM, GRID_FIELD_MODEL},
-    {"layers", required_argument, OPT_LAYERS, 0, PROBLEM, GRID_FIELD_LAYERS},
+    /* table: the layer count of ms_per_token; elsewhere the memory check's */
+    {"layers", required_argument, OPT_LAYERS, 0, PROBLEM | IN(CMD_TABLE), GRID_FIELD_LAYERS},
     /* -k is --kernel for run and --kernels elsewhere (see short_to_id) */
     {"kernel", required_argument, OPT_KERNEL, 0, IN(CMD_RUN), 0},
     {"kernels", required_argument, OPT_KERNELS, 0, IN(CMD_SWEEP) | IN(CMD_VERIFY) | IN_SUITE, 0},
     {"out", required_argument, OPT_OUT, 'o', IN(CMD_RUN) | IN(CMD_SWEEP), 0},
     {"suite", required_argument, OPT_SUITE, 's', IN(CMD_SWEEP) | IN(CMD_VERIFY), 0},
     {"resume", no_argument, OPT_RESUME, 0, IN(CMD_SWEEP), 0},
+    {"force", no_argument, OPT_FORCE, 0, IN(CMD_RUN) | IN(CMD_SWEEP), 0},
     {"verify", no_argument, OPT_VERIFY, 0, IN(CMD_RUN) | IN(CMD_SWEEP), 0},
     {"profile", no_argument, OPT_PROFILE, 0, IN(CMD_RUN), 0},
     {"hot", no_argument, OPT_HOT, 0, IN(CMD_RUN) | IN(CMD_SWEEP), 0},
@@ -70,18 +75,27 @@ static const opt_def_t opt_defs[] = {
     {"warmup", required_argument, OPT_WARMUP, 0, IN(CMD_RUN) | IN(CMD_SWEEP), 0},
     {"min-time", required_argument, OPT_MIN_TIME, 0, IN(CMD_RUN) | IN(CMD_SWEEP), 0},
     {"seed", required_argument, OPT_SEED, 0, IN(CMD_RUN) | IN(CMD_SWEEP) | IN(CMD_VERIFY), 0},
-    {"help", no_argument, OPT_HELP, 'h', IN(CMD_LIST) | IN(CMD_PEAK) | IN(CMD_RUN) |
-                                             IN(CMD_SWEEP) | IN(CMD_VERIFY), 0},
+    {"in", required_argument, OPT_IN, 0, IN(CMD_TABLE), 0},
+    {"rows", required_argument, OPT_ROWS, 0, IN(CMD_TABLE), 0},
+    {"cols", required_argument, OPT_COLS, 0, IN(CMD_TABLE), 0},
+    {"value", required_argument, OPT_VALUE, 0, IN(CMD_TABLE), 0},
+    {"agg", required_argument, OPT_AGG, 0, IN(CMD_TABLE), 0},
+    {"where", required_argument, OPT_WHERE, 0, IN(CMD_TABLE), 0},
+    {"paper", required_argument, OPT_PAPER, 0, IN(CMD_TABLE), 0},
+    {"format", required_argument, OPT_FORMAT, 0, IN(CMD_TABLE), 0},
+    {"threshold", required_argument, OPT_THRESHOLD, 0, IN(CMD_COMPARE), 0},
+    {"changes", no_argument, OPT_CHANGES, 0, IN(CMD_COMPARE), 0},
+    {"help", no_argument, OPT_HELP, 'h', IN(CMD_LIST) | IN(CMD_PEAK) | IN(CMD_RUN) | IN(CMD_SWEEP) |
+                                             IN(CMD_VERIFY) | IN(CMD_TABLE) | IN(CMD_COMPARE), 0},
 };
 #define N_OPTS ((int)(sizeof opt_defs / sizeof opt_defs[0]))
 
-#define SUITE_LINE ((command_t)5)   /* parse mode of a suite line, next to the commands */
-
-static const char *const command_names[] = {"list", "peak", "run", "sweep", "verify"};
+static const char *const command_names[] = {"list", "peak", "run", "sweep", "verify", "table",
+                                            "compare"};
 
 const char *command_name(command_t cmd)
 {
-    return (unsigned)cmd < 5 ? command_names[cmd] : "suite";
+    return (unsigned)cmd < SUITE_LINE ? command_names[cmd] : "suite";
 }
 
 static const opt_def_t *opt_by_id(int id)
@@ -118,17 +132,48 @@ static void build_getopt_tables(char *shorts, struct option *longs)
 
 /* ---- values ---------------------------------------------------------------- */
 
-static int parse_int(const char *opt, const char *s, int min, int *out, char *msg, size_t len)
+/* A whole number from min to max, in 64-bit arithmetic (no wrap past INT_MAX). */
+static int parse_int(const char *opt, const char *s, int min, int max, int *out, char *msg,
+                     size_t len)
 {
     long long v = 0;
     const char *p = s;
     if (*p < '0' || *p > '9') FAIL("%s: '%s' is not a whole number", opt, s);
     for (; *p >= '0' && *p <= '9'; ++p)
-        if ((v = v * 10 + (*p - '0')) > INT_MAX) FAIL("%s: '%s' is too large", opt, s);
+        if ((v = v * 10 + (*p - '0')) > max) break;
+    if (*p >= '0' && *p <= '9') FAIL("%s: '%s' is above the limit of %d", opt, s, max);
     if (*p) FAIL("%s: '%s' is not a whole number", opt, s);
+    if (v > max) FAIL("%s: '%s' is above the limit of %d", opt, s, max);
     if (v < min) FAIL("%s must be at least %d (got %lld)", opt, min, v);
     *out = (int)v;
     return 0;
+}
+
+static int parse_nonnegative_double(const char *opt, const char *s, double *out, char *msg, size_t len)
+{
+    char *end;
+    errno = 0;
+    double v = strtod(s, &end);
+    if (end == s || *end || errno || !isfinite(v) || v < 0)
+        FAIL("%s: '%s' is not a number >= 0", opt, s);
+    *out = v;
+    return 0;
+}
+
+/* One of the names choices[0..n), its index into *out. */
+static int parse_choice(const char *opt, const char *s, const char *const *choices, int n,
+                        int *out, char *msg, size_t len)
+{
+    for (int i = 0; i < n; ++i)
+        if (!strcmp(s, choices[i])) {
+            *out = i;
+            return 0;
+        }
+    char all[128] = "";
+    for (int i = 0; i < n; ++i)
+        snprintf(all + strlen(all), sizeof all - strlen(all), "%s%s", i ? (i + 1 < n ? ", " : " or ") : "",
+                 choices[i]);
+    FAIL("%s: '%s' is not %s", opt, s, all);
 }
 
 static int parse_positive_double(const char *opt, const char *s, double *out, char *msg, size_t len)
@@ -251,6 +296,47 @@ static int_list_t *grid_list(grid_t *g, int id)
     }
 }
 
+/* The options of table and compare. */
+static int apply_table_option(const opt_def_t *d, const char *arg, options_t *o, char *msg,
+                              size_t len)
+{
+    static const char *const aggs[] = {"min", "max", "last"};
+    static const char *const formats[] = {"md", "csv"};
+    static const char *const papers[] = {"6", "7"};
+    table_opts_t *t = &o->table;
+    int i;
+    switch (d->id) {
+    case OPT_IN:
+        if (!*arg) FAIL("--in needs a file name");
+        if (o->n_inputs == TABLE_INPUTS_MAX) FAIL("--in: at most %d files", TABLE_INPUTS_MAX);
+        o->inputs[o->n_inputs++] = arg;
+        return 0;
+    case OPT_ROWS: t->rows = arg; return 0;
+    case OPT_COLS: t->cols = arg; return 0;
+    case OPT_VALUE: t->value = arg; return 0;
+    case OPT_AGG:
+        if (parse_choice("--agg", arg, aggs, 3, &i, msg, len)) return -1;
+        t->agg = (table_agg_t)(TABLE_AGG_MIN + i);
+        return 0;
+    case OPT_FORMAT:
+        if (parse_choice("--format", arg, formats, 2, &i, msg, len)) return -1;
+        t->format = i ? TABLE_CSV : TABLE_MD;
+        return 0;
+    case OPT_PAPER:
+        if (parse_choice("--paper", arg, papers, 2, &i, msg, len)) return -1;
+        t->paper = 6 + i;
+        return 0;
+    case OPT_WHERE:
+        if (t->nwhere == TABLE_MAX_WHERE) FAIL("--where: at most %d filters", TABLE_MAX_WHERE);
+        if (table_where_parse(arg, &t->where[t->nwhere], msg, len)) return -1;
+        t->nwhere++;
+        return 0;
+    case OPT_THRESHOLD: return parse_nonnegative_double("--threshold", arg, &o->threshold, msg, len);
+    case OPT_CHANGES: o->changes_only = true; return 0;
+    default: FAIL("--%s is not handled", d->name);
+    }
+}
+
 static int apply_option(const opt_def_t *d, const char *arg, command_t mode, options_t *o,
                         char *msg, size_t len)
 {
@@ -289,7 +375,9 @@ static int apply_option(const opt_def_t *d, const char *arg, command_t mode, opt
         }
         g->model = preset_find(arg)->name; /* static: outlives argv and suite text */
         return 0;
-    case OPT_LAYERS: return parse_int(opt, arg, 1, &g->layers, msg, len);
+    case OPT_LAYERS:
+        return parse_int(opt, arg, 1, INT_MAX, mode == CMD_TABLE ? &o->table.layers : &g->layers,
+                         msg, len);
     case OPT_KERNEL:
         if (!attn_kernel_find(arg)) FAIL("--kernel: unknown kernel '%s' (attnbench list shows them)", arg);
         o->kernels[0] = attn_kernel_find(arg)->name;
@@ -307,15 +395,16 @@ static int apply_option(const opt_def_t *d, const char *arg, command_t mode, opt
         o->suite = arg;
         return 0;
     case OPT_RESUME: o->resume = true; return 0;
+    case OPT_FORCE: o->force = true; return 0;
     case OPT_VERIFY: o->verify = true; return 0;
     case OPT_PROFILE: o->profile = true; return 0;
     case OPT_HOT: o->hot = true; return 0;
     case OPT_GRAPH: o->graph = true; return 0;
-    case OPT_ITERS: return parse_int(opt, arg, 0, &o->iters, msg, len);
-    case OPT_WARMUP: return parse_int(opt, arg, 0, &o->warmup, msg, len);
+    case OPT_ITERS: return parse_int(opt, arg, 0, TIMING_ITERS_LIMIT, &o->iters, msg, len);
+    case OPT_WARMUP: return parse_int(opt, arg, 0, TIMING_ITERS_LIMIT, &o->warmup, msg, len);
     case OPT_MIN_TIME: return parse_positive_double(opt, arg, &o->min_time_s, msg, len);
     case OPT_SEED: return parse_u64(opt, arg, &o->seed, msg, len);
-    default: FAIL("--%s is not handled", d->name);
+    default: return apply_table_option(d, arg, o, msg, len);
     }
 }
 
@@ -353,9 +442,17 @@ static int parse_line(int argc, char **argv, command_t mode, options_t *o, unsig
             return 1;
         }
         if (apply_option(d, optarg, mode, o, msg, len)) return -1;
-        *set |= d->field;
+        if (mode != CMD_TABLE) *set |= d->field;
     }
-    if (optind < argc) FAIL("unexpected argument '%s'", argv[optind]);
+    if (mode == CMD_COMPARE) {
+        if (argc - optind != 2)
+            FAIL("needs exactly two files, BASE.csv and NEW.csv (got %d; see --help)", argc - optind);
+        o->files[0] = argv[optind];
+        o->files[1] = argv[optind + 1];
+        return 0;
+    }
+    if (optind < argc)
+        FAIL("unexpected argument '%s'%s", argv[optind], mode == CMD_TABLE ? " (input goes with --in)" : "");
     return 0;
 }
 
@@ -378,6 +475,8 @@ static void options_init(options_t *o)
     grid_default(&o->grid);
     o->warmup = 3;
     o->min_time_s = 0.1;
+    table_opts_init(&o->table);
+    o->threshold = 0.05;
 }
 
 /* run measures one configuration: each problem option holds one value. */
@@ -404,12 +503,21 @@ static int check_single(const options_t *o, char *msg, size_t len)
 int options_parse(int argc, char **argv, command_t cmd, options_t *o, char *msg, size_t len)
 {
     options_init(o);
-    if ((unsigned)cmd > CMD_VERIFY) FAIL("unknown command");
+    if ((unsigned)cmd >= SUITE_LINE) FAIL("unknown command");
     int rc = parse_line(argc, argv, cmd, o, &o->grid_set, msg, len);
     if (rc) return rc;
     apply_model(&o->grid, &o->grid_set);
     if (cmd == CMD_VERIFY && !o->suite) o->suite = "quick";
     if (o->resume && !o->out) FAIL("--resume needs --out FILE.csv (the sweep to resume)");
+    if (o->resume && o->force)
+        FAIL("--resume keeps the rows of --out and --force replaces them: give one of them");
+    if (o->force && !o->out) FAIL("--force needs --out FILE.csv (the file to replace)");
+    if (cmd == CMD_TABLE) {
+        if (!o->n_inputs) FAIL("--in FILE.csv is required (see --help)");
+        if (!o->table.paper && (!o->table.rows || !o->table.cols))
+            FAIL("give --rows and --cols, or --paper 6|7");
+        return 0;
+    }
     if (cmd == CMD_RUN) {
         if (o->n_kernels != 1) FAIL("run needs --kernel K (attnbench list shows them)");
         if (check_single(o, msg, len)) return -1;

@@ -7,14 +7,16 @@
 #include <stddef.h>
 #include <stdint.h>
 #include "../harness/grid.h"
+#include "../harness/table.h"
 
 #ifdef __cplusplus
 extern "C" {
 #endif
 
-typedef enum { CMD_LIST, CMD_PEAK, CMD_RUN, CMD_SWEEP, CMD_VERIFY } command_t;
+typedef enum { CMD_LIST, CMD_PEAK, CMD_RUN, CMD_SWEEP, CMD_VERIFY, CMD_TABLE, CMD_COMPARE } command_t;
 
 #define KERNELS_MAX 16
+#define TABLE_INPUTS_MAX 32
 
 typedef struct options {
     grid_t grid;
@@ -25,22 +27,33 @@ typedef struct options {
     const char *suite;      /* sweep: --suite NAME|PATH (optional); verify: quick|full, default quick */
     unsigned grid_set;      /* GRID_FIELD_* bits of the fields the command line set
                              * (by a problem option or by --model) */
-    bool resume, verify, profile, hot, graph;
-    int iters;              /* --iters N (0 = adaptive) */
-    int warmup;             /* --warmup N (default 3) */
+    bool resume, force, verify, profile, hot, graph;
+    int iters;              /* --iters N (0 = adaptive), at most TIMING_ITERS_LIMIT */
+    int warmup;             /* --warmup N (default 3), at most TIMING_ITERS_LIMIT */
     double min_time_s;      /* --min-time SECONDS of each configuration's timed phase (default 0.1) */
     uint64_t seed;          /* --seed N (default 0 = fresh from the clock) */
+    /* table: --in files (at least one), and the pivot's options */
+    const char *inputs[TABLE_INPUTS_MAX]; int n_inputs;
+    table_opts_t table;
+    /* compare: BASE.csv and NEW.csv, --threshold, --changes */
+    const char *files[2];
+    double threshold;
+    bool changes_only;
 } options_t;
 
 const char *command_name(command_t cmd);
 
-/* argv[0] is the subcommand name; argv may be permuted (getopt_long). Returns 0 when
+/* argv[0] is the subcommand name; argv may be permuted (getopt_long). Every command
+ * shares one table of options, each marked with the commands that take it, and every
+ * number is checked against its range as it is parsed. Returns 0 when
  * the options are good, 1 when --help was printed to stdout (exit 0), -1 on bad input
  * with one line in msg naming the option and the rule (exit 2). Checks everything that
  * needs no GPU: unknown or misplaced options, numbers, kernel/dtype/cache/multi-block
  * names, every point of the grid (problem_validate), for `run` one value per problem
  * option and the kernel supporting the problem, for `sweep` --out and a grid or suite
- * (the suite is loaded once to check it), --resume only with --out. */
+ * (the suite is loaded once to check it), --resume only with --out and not with
+ * --force; for `table` at least one --in and --rows with --cols or --paper; for
+ * `compare` exactly two files. */
 int options_parse(int argc, char **argv, command_t cmd, options_t *o, char *msg, size_t len);
 
 /* A suite is a file of lines, each one sub-grid written in the options syntax

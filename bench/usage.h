@@ -8,8 +8,8 @@
 extern "C" {
 #endif
 
-/* command NULL (or unknown): the top-level help; otherwise that subcommand's help.
- * table and compare print a pointer to their own --help. */
+/* command NULL (or unknown): the top-level help; otherwise that subcommand's help,
+ * the one place each command's help is written. */
 void usage_print(FILE *f, const char *command);
 
 #ifdef __cplusplus

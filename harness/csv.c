@@ -6,6 +6,7 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 typedef enum { COL_STR, COL_INT, COL_DBL } col_type_t;
 
@@ -85,17 +86,17 @@ void csv_write_field(FILE *f, const char *s)
     fputc('"', f);
 }
 
-void csv_write_header(FILE *f)
+int csv_write_header(FILE *f)
 {
     for (int c = 0; c < NCOLS; c++)
         fprintf(f, "%s%s", c ? "," : "", cols[c].name);
     fputc('\n', f);
-    fflush(f);
+    return fflush(f) != 0 || ferror(f) ? -1 : 0;
 }
 
-void csv_write_row(FILE *f, const result_row_t *r) { csv_write_row_cols(f, r, NCOLS); }
+int csv_write_row(FILE *f, const result_row_t *r) { return csv_write_row_cols(f, r, NCOLS); }
 
-void csv_write_row_cols(FILE *f, const result_row_t *r, int ncols)
+int csv_write_row_cols(FILE *f, const result_row_t *r, int ncols)
 {
     for (int c = 0; c < ncols && c < NCOLS; c++) {
         const char *p = (const char *)r + cols[c].offset;
@@ -121,7 +122,7 @@ void csv_write_row_cols(FILE *f, const result_row_t *r, int ncols)
         }
     }
     fputc('\n', f);
-    fflush(f);
+    return fflush(f) != 0 || ferror(f) ? -1 : 0;
 }
 
 int csv_parse_double(const char *s, double *out)
@@ -208,6 +209,22 @@ static int splits_forced(const result_row_t *r)
     return r->args[0] == '\0' || strstr(r->args, "--splits") != NULL;
 }
 
+/* Whether the row's args hold the word opt; its value (the next word) into val. */
+static int args_has(const result_row_t *r, const char *opt, char *val, size_t len)
+{
+    char buf[sizeof r->args];
+    snprintf(buf, sizeof buf, "%s", r->args);
+    char *save = NULL;
+    for (char *w = strtok_r(buf, " ", &save); w; w = strtok_r(NULL, " ", &save))
+        if (strcmp(w, opt) == 0) {
+            char *v = strtok_r(NULL, " ", &save);
+            if (val)
+                snprintf(val, len, "%s", v ? v : "");
+            return 1;
+        }
+    return 0;
+}
+
 void csv_row_key(const result_row_t *r, char *buf, size_t len)
 {
     char splits[16];
@@ -215,10 +232,17 @@ void csv_row_key(const result_row_t *r, char *buf, size_t len)
         snprintf(splits, sizeof splits, "%d", r->splits);
     else
         snprintf(splits, sizeof splits, "planned");
-    snprintf(buf, len, "%s|%s|%d|%d|%d|%d|%d|%d|%d|%s|%s|%d|%d|%s|%s|%s|%d",
+    /* the measurement settings that change what a row measures, from its args */
+    char qs[64] = "1";
+    double q;
+    if (args_has(r, "--q-scaling", qs, sizeof qs) && csv_parse_double(qs, &q) == 0 && isfinite(q))
+        snprintf(qs, sizeof qs, "%.17g", q);
+    snprintf(buf, len, "%s|%s|%d|%d|%d|%d|%d|%d|%d|%s|%s|%d|%d|%s|%s|%s|%d|q%s|%s|%s",
              r->gpu, r->kernel, r->batch, r->beam, r->heads, r->kv_heads, r->head_dim,
              r->ctx, r->gen, r->dtype, r->cache, r->block_size, r->indirection,
-             r->multi_block, splits, r->model, r->layers);
+             r->multi_block, splits, r->model, r->layers, qs,
+             args_has(r, "--hot", NULL, 0) ? "hot" : "flushed",
+             args_has(r, "--graph", NULL, 0) ? "graph" : "launches");
 }
 
 /* ---- reading ---- */
@@ -248,8 +272,16 @@ static void strvec_free(strvec_t *s)
     s->n = s->cap = 0;
 }
 
-static char *read_all(const char *path, size_t *size)
+char *csv_read_bytes(const char *path, size_t *size)
 {
+    /* a FIFO would block and a directory has no text: regular files only */
+    struct stat st;
+    if (stat(path, &st) != 0)
+        return NULL;
+    if (!S_ISREG(st.st_mode)) {
+        errno = S_ISDIR(st.st_mode) ? EISDIR : EINVAL;
+        return NULL;
+    }
     FILE *f = fopen(path, "rb");
     if (f == NULL)
         return NULL;
@@ -393,9 +425,18 @@ static int fail(csv_table_t *t, char *msg, size_t len, const char *path, int lin
 static int check_row(const csv_table_t *t, int row, char *what, size_t len)
 {
     result_row_t r;
+    result_row_init(&r);
     for (int c = 0; c < NCOLS; c++) {
         const char *s = csv_cell(t, row, cols[c].name);
-        if (s != NULL && parse_field(&cols[c], s, &r) != 0) {
+        if (s == NULL)
+            continue;
+        if (cols[c].type == COL_STR && strlen(s) >= cols[c].size) {
+            /* cut short, two different values could read as one (compare's join) */
+            snprintf(what, len, "column %s: '%.40s...' is longer than %zu characters",
+                     cols[c].name, s, cols[c].size - 1);
+            return -1;
+        }
+        if (parse_field(&cols[c], s, &r) != 0) {
             snprintf(what, len, "column %s: '%.40s' is not a number", cols[c].name, s);
             return -1;
         }
@@ -411,18 +452,49 @@ static int check_row(const csv_table_t *t, int row, char *what, size_t len)
         snprintf(what, len, "column verified: '%.40s' is not yes|no|skip", v);
         return -1;
     }
+    /* an ok row measured a time: each of its times a finite positive number */
+    static const char *const times[] = { "median_us", "p10_us", "p90_us", "min_us", "max_us" };
+    for (int i = 0; strcmp(st, "ok") == 0 && i < 5; i++) {
+        const char *s = csv_cell(t, row, times[i]);
+        double x;
+        if (csv_parse_double(s, &x) != 0 || !isfinite(x) || x <= 0) {
+            snprintf(what, len, "column %s: '%.40s' in an ok row is not a positive time",
+                     times[i], s);
+            return -1;
+        }
+    }
     return 0;
 }
 
 int csv_read(const char *path, csv_table_t *t, char *msg, size_t len)
 {
     memset(t, 0, sizeof *t);
-    size_t size = 0, pos = 0;
-    char *buf = read_all(path, &size);
+    size_t size = 0;
+    errno = 0;
+    char *buf = csv_read_bytes(path, &size);
     if (buf == NULL) {
-        snprintf(msg, len, "%s: cannot read: %s", path, strerror(errno ? errno : EIO));
+        snprintf(msg, len, "%s: cannot read: %s", path,
+                 errno == EINVAL ? "not a regular file" : strerror(errno ? errno : EIO));
         return -1;
     }
+    int rc = csv_parse_text(buf, size, path, t, msg, len);
+    free(buf);
+    return rc;
+}
+
+int csv_parse_text(const char *text, size_t size, const char *path, csv_table_t *t, char *msg,
+                   size_t len)
+{
+    memset(t, 0, sizeof *t);
+    size_t pos = 0;
+    /* the parser frees buf on every exit: a copy, so that text stays the caller's */
+    char *buf = malloc(size + 1);
+    if (buf == NULL) {
+        snprintf(msg, len, "%s: out of memory", path);
+        return -1;
+    }
+    memcpy(buf, text, size);
+    buf[size] = '\0';
     int line = 1, rc;
     char what[160];
     strvec_t rec = { 0 };

@@ -40,12 +40,13 @@ void result_row_init(result_row_t *r);
 
 /* One field, quoted (RFC 4180) only when it holds a comma, a quote or a line break. */
 void csv_write_field(FILE *f, const char *s);
-void csv_write_header(FILE *f);
+/* Each returns 0, or -1 when the stream could not take it (a full disk). */
+int csv_write_header(FILE *f);
 /* Writes one row and flushes, so an interrupted sweep keeps its rows: every column,
  * or the first ncols of them (rows appended to a file of an earlier version, whose
  * header has fewer: csv_file_columns). */
-void csv_write_row(FILE *f, const result_row_t *r);
-void csv_write_row_cols(FILE *f, const result_row_t *r, int ncols);
+int csv_write_row(FILE *f, const result_row_t *r);
+int csv_write_row_cols(FILE *f, const result_row_t *r, int ncols);
 
 typedef struct csv_table {
     int ncols;
@@ -55,9 +56,18 @@ typedef struct csv_table {
 } csv_table_t;
 
 /* Reads a whole results CSV (RFC 4180 quoting). Returns 0, or -1 on an unreadable
- * or malformed file (empty, ragged row, missing SPEC column, a number that does not
- * parse, an unknown status or verified value) with one line in msg; t is then empty. */
+ * or malformed file (not a regular file, empty, ragged row, missing SPEC column, a
+ * number that does not parse, a text longer than its column holds, an unknown status
+ * or verified value, an ok row whose median_us, p10_us, p90_us, min_us or max_us is
+ * not a finite positive number) with one line in msg naming path:line; t is then
+ * empty. */
 int csv_read(const char *path, csv_table_t *t, char *msg, size_t len);
+/* The same on the size bytes at text (path only names it in messages). */
+int csv_parse_text(const char *text, size_t size, const char *path, csv_table_t *t, char *msg,
+                   size_t len);
+/* The whole content of a regular file, NUL-terminated, malloc'd; NULL with errno set
+ * where it cannot be read (EINVAL: not a regular file, e.g. a FIFO). */
+char *csv_read_bytes(const char *path, size_t *size);
 /* The cell of a named column; NULL when there is no such column or row. */
 const char *csv_cell(const csv_table_t *t, int row, const char *col);
 /* Index of a named column, -1 when absent. */
@@ -67,10 +77,12 @@ int csv_row_parse(const csv_table_t *t, int row, result_row_t *r);
 /* Appends the rows of src to dst; their columns must be the same, in the same order.
  * Returns 0, or -1 with one line in msg. src is left as it was. */
 int csv_append(csv_table_t *dst, const csv_table_t *src, char *msg, size_t len);
-/* gpu + kernel + every configuration column (and model/layers, which decide oom):
- * joins rows (compare) and skips finished ones (sweep --resume). splits counts only
- * when forced: when args is empty or holds "--splits"; otherwise it is the planner's
- * choice, a result rather than configuration. */
+/* gpu + kernel + every configuration column (and model/layers, which decide oom),
+ * and the settings that change what a row measures, read from its args (--q-scaling,
+ * --hot, --graph; absent: 1, L2 flushed, plain launches): joins rows (compare) and
+ * skips finished ones (sweep --resume). splits counts only when forced: when args is
+ * empty or holds "--splits"; otherwise it is the planner's choice, a result rather
+ * than configuration. */
 void csv_row_key(const result_row_t *r, char *buf, size_t len);
 /* How many of the columns, in order, the header of a results CSV (read from path) holds:
  * a file of an earlier version holds the first of them. Returns that count, or -1 with

@@ -1,5 +1,6 @@
 #include "problem.h"
 
+#include <limits.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -89,7 +90,13 @@ int problem_validate(const problem_t *p, char *msg, size_t msg_len)
         FAIL("--splits %d contradicts --multi-block off", p->splits);
     if (!(p->q_scaling > 0.0)) FAIL("--q-scaling must be positive (got %g)", p->q_scaling);
     if (p->layers <= 0) FAIL("--layers must be a positive integer (got %d)", p->layers);
-    if ((double)p->ctx + p->gen > 1 << 30) FAIL("--ctx + --gen must stay below 2^30 keys");
+    if ((int64_t)p->ctx + p->gen >= PROBLEM_KEYS_LIMIT)
+        FAIL("--ctx %d + --gen %d must stay below 2^30 keys", p->ctx, p->gen);
+    if ((int64_t)p->batch * p->beam > INT_MAX)
+        FAIL("--batch %d x --beam %d streams must be at most %d", p->batch, p->beam, INT_MAX);
+    if ((int64_t)p->batch * p->beam * p->heads > INT_MAX)
+        FAIL("--batch x --beam x --heads (%d x %d x %d query rows) must be at most %d", p->batch,
+             p->beam, p->heads, INT_MAX);
     return 0;
 }
 

@@ -16,6 +16,9 @@ typedef enum { CACHE_CONTIGUOUS, CACHE_PAGED } cache_kind_t;
 typedef enum { MULTI_BLOCK_AUTO, MULTI_BLOCK_OFF, MULTI_BLOCK_ON } multi_block_t;
 typedef enum { ATTN_MHA, ATTN_GQA, ATTN_MQA } attn_type_t;
 
+/* ctx + gen stays below this many keys. */
+#define PROBLEM_KEYS_LIMIT (1 << 30)
+
 /* The most splits --splits accepts. */
 #define SPLIT_LIMIT 1024
 

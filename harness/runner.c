@@ -72,8 +72,10 @@ static const attn_kernel_t *plan_for(const runner_t *r, const problem_t *p,
     return plan->runs;
 }
 
-/* The options that rerun exactly this row with `attnbench run`. */
-static void row_args(const problem_t *p, const attn_kernel_t *k, char *buf, size_t len)
+/* The options that rerun exactly this row with `attnbench run`: the problem's and
+ * the timing settings that change what is measured (--hot, --graph). */
+static void row_args(const problem_t *p, const attn_kernel_t *k, const timing_opts_t *t,
+                     char *buf, size_t len)
 {
     int n = snprintf(buf, len,
                      "--kernel %s --batch %d --beam %d --heads %d --kv-heads %d --head-dim %d "
@@ -85,7 +87,15 @@ static void row_args(const problem_t *p, const attn_kernel_t *k, char *buf, size
     if (p->indirection) MORE(" --indirection");
     MORE(" --multi-block %s", multi_block_name(p->multi_block));
     if (p->splits) MORE(" --splits %d", p->splits);
-    if (p->q_scaling != 1.0) MORE(" --q-scaling %g", p->q_scaling);
+    if (p->q_scaling != 1.0) {
+        /* the shortest text that reads back as the same double */
+        char q[32];
+        snprintf(q, sizeof q, "%.15g", p->q_scaling);
+        if (strtod(q, NULL) != p->q_scaling) snprintf(q, sizeof q, "%.17g", p->q_scaling);
+        MORE(" --q-scaling %s", q);
+    }
+    if (t->hot) MORE(" --hot");
+    if (t->graph) MORE(" --graph");
 #undef MORE
 }
 
@@ -118,7 +128,7 @@ static const attn_kernel_t *describe(const runner_t *r, const problem_t *p,
     snprintf(row->version, sizeof row->version, "%s", attnbench_version);
     snprintf(row->model, sizeof row->model, "%s", p->model ? p->model : "");
     row->layers = p->layers;
-    row_args(p, k, row->args, sizeof row->args);
+    row_args(p, k, &r->timing, row->args, sizeof row->args);
     return runs;
 }
 

@@ -7,8 +7,6 @@
 #include <cuda_profiler_api.h>
 #include "nvtx.h"
 
-/* More timed launches than any sensible run asks for: guards the event pool. */
-#define TIMING_ITERS_LIMIT 1000000
 #define FALLBACK_L2_BYTES (64 << 20)
 
 /* SM 0's cycle counter and the GPU's nanosecond timer at one moment. */

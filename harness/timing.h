@@ -17,6 +17,10 @@ extern "C" {
  * captured into a graph). */
 typedef cudaError_t (*launch_fn)(void *ctx, cudaStream_t s);
 
+/* The most --iters and --warmup launches timer_run accepts: more than any sensible
+ * run asks for, it guards the event pool. */
+#define TIMING_ITERS_LIMIT 1000000
+
 /* Adaptive iteration counts stay within these. */
 #define TIMING_MIN_ITERS 10
 #define TIMING_MAX_ITERS 1000
