@@ -81,8 +81,13 @@ static void grid_print(FILE *f, const grid_t *g, table_format_t fmt)
         }
         return;
     }
-    int width[256];
-    int nc = g->nc < 256 ? g->nc : 256;
+    int nc = g->nc;
+    int *width = malloc((size_t)(nc + 1) * sizeof *width);
+    if (width == NULL) {
+        /* every column or none: the table in CSV rather than a cut one */
+        grid_print(f, g, TABLE_CSV);
+        return;
+    }
     for (int c = 0; c < nc; c++) {
         width[c] = 3;
         for (int r = 0; r < g->nr; r++) {
@@ -111,6 +116,7 @@ static void grid_print(FILE *f, const grid_t *g, table_format_t fmt)
             fputc('\n', f);
         }
     }
+    free(width);
 }
 
 /* ---- options and filters ---- */
@@ -256,16 +262,18 @@ static int same_key(const csv_table_t *t, const axis_t *a, int r1, int r2)
     return 1;
 }
 
-/* Numbers in numeric order, text in byte order, component by component. */
+/* Numbers in numeric order, text in byte order, component by component; keys equal
+ * as numbers (8k, 8192) are then told apart by their text, so that rows of one key
+ * sort next to each other. */
 static int key_order(const csv_table_t *t, const axis_t *a, int r1, int r2)
 {
     for (int i = 0; i < a->n; i++) {
         const char *x = t->cells[r1][a->col[i]], *y = t->cells[r2][a->col[i]];
         double u, v;
-        int d;
+        int d = 0;
         if (parse_sized(x, &u) == 0 && parse_sized(y, &v) == 0)
             d = (u > v) - (u < v);
-        else
+        if (!d)
             d = strcmp(x, y);
         if (d)
             return d;
@@ -273,14 +281,38 @@ static int key_order(const csv_table_t *t, const axis_t *a, int r1, int r2)
     return 0;
 }
 
-static void sort_keys(const csv_table_t *t, const axis_t *a, int *keys, int n)
+/* qsort has no context argument: the table and axis being sorted */
+static const csv_table_t *sort_table;
+static const axis_t *sort_axis;
+
+static int row_order(const void *a, const void *b)
 {
-    for (int i = 1; i < n; i++) {
-        int k = keys[i], j = i;
-        for (; j > 0 && key_order(t, a, keys[j - 1], k) > 0; j--)
-            keys[j] = keys[j - 1];
-        keys[j] = k;
+    int r1 = *(const int *)a, r2 = *(const int *)b;
+    int d = key_order(sort_table, sort_axis, r1, r2);
+    return d ? d : (r1 > r2) - (r1 < r2);
+}
+
+/* The distinct keys of rows[0..n) on axis a, in key order: keys[k] is a row holding
+ * the k-th key, and of[row] the index of its key. O(n log n). Returns the key count,
+ * -1 out of memory. */
+static int axis_keys(const csv_table_t *t, const axis_t *a, const int *rows, int n, int *keys,
+                     int *of)
+{
+    int *sorted = malloc(((size_t)n + 1) * sizeof *sorted);
+    if (sorted == NULL)
+        return -1;
+    memcpy(sorted, rows, (size_t)n * sizeof *sorted);
+    sort_table = t;
+    sort_axis = a;
+    qsort(sorted, (size_t)n, sizeof *sorted, row_order);
+    int nk = 0;
+    for (int i = 0; i < n; i++) {
+        if (nk == 0 || !same_key(t, a, keys[nk - 1], sorted[i]))
+            keys[nk++] = sorted[i];
+        of[sorted[i]] = nk - 1;
     }
+    free(sorted);
+    return nk;
 }
 
 static void key_label(const csv_table_t *t, const axis_t *a, int row, char *buf, size_t len)
@@ -291,24 +323,6 @@ static void key_label(const csv_table_t *t, const axis_t *a, int row, char *buf,
         size_t used = strlen(buf);
         snprintf(buf + used, len - used, "%s%s", i ? " " : "", *s ? s : "(none)");
     }
-}
-
-/* Index of row's key among keys[0..*n), appending it when new; -1 out of memory. */
-static int key_index(const csv_table_t *t, const axis_t *a, int **keys, int *n, int *cap, int row)
-{
-    for (int i = 0; i < *n; i++)
-        if (same_key(t, a, (*keys)[i], row))
-            return i;
-    if (*n == *cap) {
-        int nc = *cap ? 2 * *cap : 32;
-        int *k = realloc(*keys, (size_t)nc * sizeof *k);
-        if (k == NULL)
-            return -1;
-        *keys = k;
-        *cap = nc;
-    }
-    (*keys)[*n] = row;
-    return (*n)++;
 }
 
 typedef struct cell {
@@ -373,30 +387,32 @@ int table_pivot(FILE *out, const csv_table_t *t, const table_opts_t *o, char *ms
         return -1;
     }
 
-    int *rkeys = NULL, *ckeys = NULL, nr = 0, nc = 0, rcap = 0, ccap = 0, rc = -1;
+    int nr = 0, nc = 0, nrows = 0, rc = -1;
+    size_t n = (size_t)t->nrows + 1;
+    int *rows = malloc(n * sizeof *rows), *rkeys = malloc(n * sizeof *rkeys);
+    int *ckeys = malloc(n * sizeof *ckeys), *rof = malloc(n * sizeof *rof);
+    int *cof = malloc(n * sizeof *cof);
     cell_t *cells = NULL;
     grid_t g = { 0 };
+    if (!rows || !rkeys || !ckeys || !rof || !cof)
+        goto oom;
     for (int row = 0; row < t->nrows; row++)
-        if (row_matches(t, row, o) && (key_index(t, &ra, &rkeys, &nr, &rcap, row) < 0 ||
-                                       key_index(t, &ca, &ckeys, &nc, &ccap, row) < 0))
-            goto oom;
-    sort_keys(t, &ra, rkeys, nr);
-    sort_keys(t, &ca, ckeys, nc);
-    cells = malloc((size_t)(nr * nc + 1) * sizeof *cells);
+        if (row_matches(t, row, o))
+            rows[nrows++] = row;
+    if ((nr = axis_keys(t, &ra, rows, nrows, rkeys, rof)) < 0 ||
+        (nc = axis_keys(t, &ca, rows, nrows, ckeys, cof)) < 0)
+        goto oom;
+    if ((long long)nr * nc > 50000000LL) {
+        snprintf(msg, len, "the table would have %d x %d cells; narrow it with --where", nr, nc);
+        goto done;
+    }
+    cells = malloc((size_t)((long long)nr * nc + 1) * sizeof *cells);
     if (cells == NULL)
         goto oom;
-    for (int i = 0; i < nr * nc; i++)
+    for (long long i = 0; i < (long long)nr * nc; i++)
         cells[i] = (cell_t){ -1, NAN, -1, 0 };
-    for (int row = 0; row < t->nrows; row++) {
-        if (!row_matches(t, row, o))
-            continue;
-        int ri = 0, ci = 0;
-        while (!same_key(t, &ra, rkeys[ri], row))
-            ri++;
-        while (!same_key(t, &ca, ckeys[ci], row))
-            ci++;
-        cell_add(&cells[ri * nc + ci], t, row, o, vcol);
-    }
+    for (int i = 0; i < nrows; i++)
+        cell_add(&cells[(size_t)rof[rows[i]] * nc + cof[rows[i]]], t, rows[i], o, vcol);
 
     g.nc = nc + 1;
     int h = grid_add_row(&g);
@@ -436,8 +452,11 @@ oom:
 done:
     grid_free(&g);
     free(cells);
+    free(rows);
     free(rkeys);
     free(ckeys);
+    free(rof);
+    free(cof);
     return rc;
 }
 

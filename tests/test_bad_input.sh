@@ -86,6 +86,28 @@ bad run --iters -1 --kernel fused
 bad run --min-time 0 --kernel fused
 bad run --seed x --kernel fused
 
+# limits, checked as the option is parsed, with the bound the later code uses
+bad run --iters 1000001 --kernel fused
+bad run --warmup 1000001 --kernel fused
+bad run --iters 2147483648 --kernel fused
+bad run --iters 99999999999999999999 --kernel fused
+bad run --batch 64k --beam 64k --kernel fused
+bad sweep --batch 1,64k --beam 64k --out "$csv"
+bad run --batch 1k --beam 1k --heads 4k --kv-heads 4k --head-dim 8 --kernel fused
+bad run --ctx 1m --gen 1023m --kernel fused
+bad run --layers 4294967297 --kernel fused
+bad run --q-scaling inf --kernel fused
+bad table --in tests/fixtures/compare_base.csv --paper 4294967302
+bad table --in tests/fixtures/compare_base.csv --paper 6x
+bad table --in tests/fixtures/compare_base.csv --paper 6 --layers 4294967297
+bad table --in tests/fixtures/compare_base.csv --paper 6 --layers 0
+bad table --in tests/fixtures/compare_base.csv --paper 6 --agg mean
+bad table --in tests/fixtures/compare_base.csv --paper 6 --threshold 1
+bad compare tests/fixtures/compare_base.csv tests/fixtures/compare_base.csv --threshold -1
+bad compare tests/fixtures/compare_base.csv tests/fixtures/compare_base.csv --threshold nan
+bad compare tests/fixtures/compare_base.csv
+bad compare tests/fixtures/compare_base.csv --rows ctx tests/fixtures/compare_base.csv
+
 # the shape of the command line
 bad run --beam 1,2 --kernel fused
 bad run --dtype fp16,bf16 --kernel fused
@@ -108,7 +130,7 @@ bad frobnicate
 bad table --in "$tmp/missing.csv"
 bad compare "$tmp/missing-a.csv" "$tmp/missing-b.csv"
 
-for c in run sweep verify list peak; do check_help "$c"; done
+for c in run sweep verify list peak table compare; do check_help "$c"; done
 
 echo "bad input: $passed passed, $failed failed"
 [ "$failed" -eq 0 ]
