@@ -3,6 +3,7 @@
 #   make test       CPU tests (and GPU verification where a GPU is present)
 #   make quick      the default quick sweep on this GPU
 #   make sanitize   quick verification under compute-sanitizer (memcheck, racecheck)
+#   make fuzz       the CSV reader and the option parser under libFuzzer, ASan, UBSan
 #   make plots      render plots/*.png from results CSVs
 #   make ncu ARGS="run ..." / make nsys ARGS="run ..."   profile one configuration
 #   make ci-gpu     CI suite on this GPU, compared with results/baseline/<gpu>.csv
@@ -28,7 +29,7 @@ LIB       := $(BUILD)/libattnbench.a
 TEST_SRC  := $(wildcard tests/test_*.c)
 TEST_BIN  := $(TEST_SRC:tests/%.c=$(BUILD)/tests/%)
 
-.PHONY: FORCE all test cpu-test gpu-verify quick sanitize plots ncu nsys ci-gpu clean
+.PHONY: FORCE all test cpu-test gpu-verify quick sanitize fuzz plots ncu nsys ci-gpu clean
 all: $(BUILD)/attnbench
 
 $(BUILD)/%.o: %.c
@@ -74,6 +75,37 @@ quick: $(BUILD)/attnbench
 sanitize: $(BUILD)/attnbench
 	compute-sanitizer --target-processes all --tool memcheck --error-exitcode 1 $(BUILD)/attnbench verify --suite quick
 	compute-sanitizer --target-processes all --tool racecheck --error-exitcode 1 $(BUILD)/attnbench verify --suite quick
+
+# Bounded fuzzing of the host code that reads what users give it: FUZZ_TIME seconds
+# each for the CSV reader (with compare, table and the --out check behind it) and the
+# option parser (command lines and suite files), built with libFuzzer, AddressSanitizer
+# and UndefinedBehaviorSanitizer (every report fatal). Any sanitizer report, crash,
+# input running over FUZZ_INPUT_TIMEOUT seconds or leak fails the target. Seeds:
+# tests/fuzz/*/; what the fuzzer finds stays under $(BUILD)/fuzz/.
+FUZZ_CC   ?= $(shell command -v clang-14 || command -v clang)
+FUZZ_TIME ?= 60
+FUZZ_INPUT_TIMEOUT ?= 10
+FUZZ_FLAGS := -std=c11 -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all \
+              -D_POSIX_C_SOURCE=200809L -I$(CUDA_HOME)/include -DATTNBENCH_SUITE_DIR=\"$(CURDIR)/bench/suites\"
+FUZZ_CSV_SRC := tests/fuzz/fuzz_csv.c harness/csv.c harness/compare.c harness/table.c \
+                harness/presets.c harness/problem.c bench/out_csv.c
+FUZZ_OPT_SRC := tests/fuzz/fuzz_options.c bench/options.c bench/usage.c harness/grid.c \
+                harness/problem.c harness/presets.c harness/table.c harness/csv.c \
+                kernels/registry.c tests/fuzz/kernels_stub.c
+$(BUILD)/fuzz/fuzz_csv: $(FUZZ_CSV_SRC) $(wildcard harness/*.h bench/*.h)
+	@mkdir -p $(dir $@)
+	$(FUZZ_CC) $(FUZZ_FLAGS) -o $@ $(FUZZ_CSV_SRC) -lm
+$(BUILD)/fuzz/fuzz_options: $(FUZZ_OPT_SRC) $(wildcard harness/*.h bench/*.h kernels/*.h)
+	@mkdir -p $(dir $@)
+	$(FUZZ_CC) $(FUZZ_FLAGS) -o $@ $(FUZZ_OPT_SRC) -lm
+fuzz: $(BUILD)/fuzz/fuzz_csv $(BUILD)/fuzz/fuzz_options
+	@mkdir -p $(BUILD)/fuzz/found_csv $(BUILD)/fuzz/found_options
+	cd $(BUILD)/fuzz && ./fuzz_csv -max_total_time=$(FUZZ_TIME) -timeout=$(FUZZ_INPUT_TIMEOUT) \
+	    -rss_limit_mb=2048 -max_len=8192 -print_final_stats=1 \
+	    found_csv $(CURDIR)/tests/fuzz/csv
+	cd $(BUILD)/fuzz && ./fuzz_options -max_total_time=$(FUZZ_TIME) -timeout=$(FUZZ_INPUT_TIMEOUT) \
+	    -rss_limit_mb=2048 -max_len=4096 -print_final_stats=1 \
+	    found_options $(CURDIR)/tests/fuzz/options
 
 # Profile one configuration: make ncu ARGS="run --kernel fused --beam 16 --ctx 8k"
 # Only the timed launches are captured (--profile brackets them); clocks are left

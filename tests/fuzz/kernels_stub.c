@@ -1,0 +1,10 @@
+/* The registry's kernels by name only, for the fuzz targets: the option parser
+ * looks kernels up by name and never launches one, so the fuzzers build without
+ * the CUDA sources. */
+#include "../../kernels/registry.h"
+
+const attn_kernel_t kernel_cublas = {.name = "cublas"};
+const attn_kernel_t kernel_fused = {.name = "fused"};
+const attn_kernel_t kernel_cublas_bifurcated = {.name = "cublas-bifurcated"};
+const attn_kernel_t kernel_bifurcated = {.name = "bifurcated"};
+const attn_kernel_t kernel_auto = {.name = "auto"};
