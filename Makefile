@@ -70,7 +70,7 @@ gpu-verify: $(BUILD)/attnbench
 # The main job: the default quick sweep, a readable table and a CSV.
 QUICK_CSV ?= $(BUILD)/quick.csv
 quick: $(BUILD)/attnbench
-	$(BUILD)/attnbench sweep --suite quick --out $(QUICK_CSV)
+	$(BUILD)/attnbench sweep --suite quick --out $(QUICK_CSV) --force
 
 sanitize: $(BUILD)/attnbench
 	compute-sanitizer --target-processes all --tool memcheck --error-exitcode 1 $(BUILD)/attnbench verify --suite quick
@@ -130,7 +130,7 @@ nsys: $(BUILD)/attnbench
 # The CI suite on this GPU, compared with the committed baseline of its kind.
 GPU ?= $(shell $(BUILD)/attnbench peak 2>/dev/null | awk '/^gpu/ {gsub(/[()]/, "", $$NF); print $$NF}')
 ci-gpu: $(BUILD)/attnbench
-	$(BUILD)/attnbench sweep --suite ci --out $(BUILD)/ci.csv
+	$(BUILD)/attnbench sweep --suite ci --out $(BUILD)/ci.csv --force
 	$(BUILD)/attnbench compare results/baseline/$(GPU).csv $(BUILD)/ci.csv
 
 include plots/plots.mk

@@ -31,7 +31,7 @@ for s in "$@"; do
     sanitize)
         step memcheck compute-sanitizer --target-processes all --tool memcheck --error-exitcode 1 "$bin" verify --suite quick
         step racecheck compute-sanitizer --target-processes all --tool racecheck --error-exitcode 1 "$bin" verify --suite quick ;;
-    *) step "$s" "$bin" sweep --suite "$s" --verify --out "$out/$s.csv" ;;
+    *) step "$s" "$bin" sweep --suite "$s" --verify --out "$out/$s.csv" --force ;;
     esac
 done
 exit $status
