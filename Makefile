@@ -22,7 +22,7 @@ NVFLAGS   += -std=c++17 -O3 -g -lineinfo $(GENCODE) -Xcompiler -Wall \
              --expt-relaxed-constexpr
 LDLIBS    += -lcublas -lcuda -lgomp -lm
 
-HOST_SRC  := $(wildcard harness/*.c reference/*.c kernels/*.c bench/cmd_*.c) bench/usage.c bench/options.c bench/out_csv.c bench/errors.c
+HOST_SRC  := $(wildcard harness/*.c reference/*.c kernels/*.c bench/cmd_*.c) bench/usage.c bench/options.c bench/suite.c bench/out_csv.c bench/errors.c
 CU_SRC    := $(wildcard harness/*.cu kernels/*.cu)
 OBJ       := $(HOST_SRC:%.c=$(BUILD)/%.o) $(CU_SRC:%.cu=$(BUILD)/%.o)
 LIB       := $(BUILD)/libattnbench.a
@@ -89,7 +89,7 @@ FUZZ_FLAGS := -std=c11 -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-
               -D_POSIX_C_SOURCE=200809L -I$(CUDA_HOME)/include -DATTNBENCH_SUITE_DIR=\"$(CURDIR)/bench/suites\"
 FUZZ_CSV_SRC := tests/fuzz/fuzz_csv.c harness/csv.c harness/compare.c harness/table.c \
                 harness/presets.c harness/problem.c bench/out_csv.c
-FUZZ_OPT_SRC := tests/fuzz/fuzz_options.c bench/options.c bench/usage.c harness/grid.c \
+FUZZ_OPT_SRC := tests/fuzz/fuzz_options.c bench/options.c bench/suite.c bench/usage.c harness/grid.c \
                 harness/problem.c harness/presets.c harness/table.c harness/csv.c \
                 kernels/registry.c tests/fuzz/kernels_stub.c
 $(BUILD)/fuzz/fuzz_csv: $(FUZZ_CSV_SRC) $(wildcard harness/*.h bench/*.h)

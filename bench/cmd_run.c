@@ -11,6 +11,7 @@
 #include "../harness/csv.h"
 #include "out_csv.h"
 #include "options.h"
+#include "suite.h"
 #include "../harness/runner.h"
 
 /* One (configuration, kernel) to run. */

@@ -56,24 +56,10 @@ const char *command_name(command_t cmd);
  * `compare` exactly two files. */
 int options_parse(int argc, char **argv, command_t cmd, options_t *o, char *msg, size_t len);
 
-/* A suite is a file of lines, each one sub-grid written in the options syntax
- * (`--beam 1:256 --kv-heads 32,8,1 --ctx 8k,16k,32k --kernels fused,cublas`); '#' starts
- * a comment, blank lines are skipped. Only problem options and --kernels are allowed.
- * A line starts from the defaults, takes its own options (its explicit --heads,
- * --kv-heads, --head-dim, --layers win over its --model), then every field the command
- * line set (base->grid_set, base->kernels) replaces the line's: what the user typed wins,
- * so `sweep --suite quick --dtype bf16` is the quick suite in bf16. base may be NULL.
- * NAME without '/' is ATTNBENCH_SUITE_DIR "/" NAME ".suite"; with '/' it is a path. */
-typedef struct suite_entry {
-    grid_t grid;
-    const char *kernels[KERNELS_MAX]; int n_kernels;
-} suite_entry_t;
-
-/* On 0, *entries is one malloc'd block (free(*entries) releases it and the strings
- * entries point to) holding *n >= 1 validated entries. On -1, msg names the file and
- * line, *entries is NULL. */
-int suite_load(const char *name, const options_t *base, suite_entry_t **entries, int *n,
-               char *msg, size_t len);
+/* One suite line's words (argv[0] any name) into o: the defaults, then its problem
+ * options and --kernels (nothing else is allowed in a suite line), then --model.
+ * 0, or -1 with one line in msg. suite.c's parser of lines. */
+int options_parse_suite_line(int argc, char **argv, options_t *o, char *msg, size_t len);
 
 #ifdef __cplusplus
 }

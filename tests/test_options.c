@@ -11,6 +11,7 @@
 #include <string.h>
 #include <unistd.h>
 #include "../bench/options.h"
+#include "../bench/suite.h"
 
 #ifndef ATTNBENCH_SUITE_DIR
 #define ATTNBENCH_SUITE_DIR "bench/suites"

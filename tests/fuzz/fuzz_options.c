@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "../../bench/options.h"
+#include "../../bench/suite.h"
 
 #define WORDS 128
 
