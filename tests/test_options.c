@@ -480,6 +480,71 @@ static void test_shipped_suites_load(void **state)
     assert_true(loaded >= 1);
 }
 
+/* table and compare share the option table: their options land in their fields, and
+ * the run/sweep ones are refused there (and theirs elsewhere). */
+static void test_table_and_compare(void **state)
+{
+    (void)state;
+    options_t o;
+    parse_ok(CMD_TABLE, "table --in a.csv --in b.csv --rows ctx,beam --cols kernel --value "
+                        "ms_per_token --agg last --where dtype=fp16 --where beam=1,16 --layers 32 "
+                        "--format csv", &o);
+    assert_int_equal(o.n_inputs, 2);
+    assert_string_equal(o.inputs[1], "b.csv");
+    assert_string_equal(o.table.rows, "ctx,beam");
+    assert_string_equal(o.table.cols, "kernel");
+    assert_string_equal(o.table.value, "ms_per_token");
+    assert_int_equal(o.table.agg, TABLE_AGG_LAST);
+    assert_int_equal(o.table.nwhere, 2);
+    assert_string_equal(o.table.where[1].vals, "1,16");
+    assert_int_equal(o.table.layers, 32);
+    assert_int_equal(o.grid.layers, 1);      /* not the problem's */
+    assert_int_equal(o.table.format, TABLE_CSV);
+    parse_ok(CMD_TABLE, "table --in a.csv --paper 7", &o);
+    assert_int_equal(o.table.paper, 7);
+    parse_ok(CMD_COMPARE, "compare base.csv --threshold 0.1 new.csv --changes", &o);
+    assert_string_equal(o.files[0], "base.csv");
+    assert_string_equal(o.files[1], "new.csv");
+    assert_true(o.threshold == 0.1);
+    assert_true(o.changes_only);
+    parse_ok(CMD_COMPARE, "compare base.csv new.csv", &o);
+    assert_true(o.threshold == 0.05);
+
+    expect_bad(CMD_TABLE, "table --in a.csv --paper 4294967302", "--paper");
+    expect_bad(CMD_TABLE, "table --in a.csv --paper 6 --layers 4294967297", "above the limit");
+    expect_bad(CMD_TABLE, "table --in a.csv --paper 6 --layers 0", "at least 1");
+    expect_bad(CMD_TABLE, "table --in a.csv --paper 6 --beam 4", "does not take --beam");
+    expect_bad(CMD_TABLE, "table --in a.csv", "--rows and --cols");
+    expect_bad(CMD_TABLE, "table --paper 6", "--in");
+    expect_bad(CMD_TABLE, "table --in a.csv --paper 6 stray", "unexpected argument 'stray'");
+    expect_bad(CMD_COMPARE, "compare a.csv", "exactly two files");
+    expect_bad(CMD_COMPARE, "compare a.csv b.csv c.csv", "exactly two files");
+    expect_bad(CMD_COMPARE, "compare a.csv b.csv --threshold -0.5", "--threshold");
+    expect_bad(CMD_COMPARE, "compare a.csv b.csv --in c.csv", "does not take --in");
+    expect_bad(CMD_SWEEP, "sweep --beam 1 --out x.csv --threshold 1", "does not take --threshold");
+}
+
+/* Limits stated in --help, enforced at parse time with the bounds the later code uses;
+ * --force and --resume exclude each other. */
+static void test_limits_and_out_flags(void **state)
+{
+    (void)state;
+    options_t o;
+    parse_ok(CMD_RUN, "run --kernel fused --iters 1000000 --warmup 1000000", &o);
+    assert_int_equal(o.iters, 1000000);
+    expect_bad(CMD_RUN, "run --kernel fused --iters 1000001", "limit of 1000000");
+    expect_bad(CMD_RUN, "run --kernel fused --warmup 1000001", "limit of 1000000");
+    expect_bad(CMD_RUN, "run --kernel fused --batch 64k --beam 64k", "at most 2147483647");
+    expect_bad(CMD_RUN, "run --kernel fused --ctx 1m --gen 1023m", "below 2^30");
+    parse_ok(CMD_RUN, "run --kernel fused --ctx 1m --gen 1022m --batch 1", &o);
+    expect_bad(CMD_RUN, "run --kernel fused --layers 4294967297", "--layers");
+    parse_ok(CMD_SWEEP, "sweep --beam 1 --out x.csv --force", &o);
+    assert_true(o.force);
+    expect_bad(CMD_SWEEP, "sweep --beam 1 --out x.csv --force --resume", "--force");
+    expect_bad(CMD_SWEEP, "sweep --beam 1 --force", "--out");
+    expect_bad(CMD_VERIFY, "verify --force", "does not take --force");
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -498,6 +563,8 @@ int main(void)
         cmocka_unit_test(test_suite_command_line_wins),
         cmocka_unit_test(test_suite_errors),
         cmocka_unit_test(test_shipped_suites_load),
+        cmocka_unit_test(test_table_and_compare),
+        cmocka_unit_test(test_limits_and_out_flags),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
