@@ -13,12 +13,16 @@
 #                         these tests;
 #   anything else         fails the test: a command it cannot classify.
 # A command must exit 0, or N where the line ends with "# exit N". A code block holding
-# one `table` command must be followed by exactly that command's output. Every path
-# under a source or results directory that the files name must exist.
-# usage: tests/test_readme.sh [ATTNBENCH]   (default build/attnbench)
+# one `table` command must be followed by exactly that command's output (the lines after
+# the block that are blank, table rows or a paper table's caption). Every path under a
+# source or results directory that the files name must exist.
+# usage: tests/test_readme.sh [ATTNBENCH]      check (default build/attnbench)
+#        tests/test_readme.sh --update [ATTNBENCH]   rewrite those tables from the CSVs
 set -u
 root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root" || exit 1
+update=0
+if [ "${1:-}" = --update ]; then update=1; shift; fi
 bin=${1:-build/attnbench}
 case $bin in /*) ;; *) bin=$root/$bin ;; esac
 tmp=$(mktemp -d) || exit 1
@@ -29,16 +33,12 @@ skipped=0
 pass() { passed=$((passed + 1)); }
 fail() { failed=$((failed + 1)); echo "FAIL: $*"; }
 
-# Splits a markdown file into $tmp/cmds (block number, tab, command per line) and
-# $tmp/after.N (the non-blank lines after block N's closing fence, up to the next
-# fence or heading).
+# Splits a markdown file into $tmp/cmds: block number, tab, command, one line each.
 extract() {
-    rm -f "$tmp"/after.*
-    awk -v dir="$tmp" '
+    awk '
         /^```/ {
-            if (inblock) { inblock = 0; after = 1; next }
-            after = 0
-            if ($0 == "```sh") { inblock = 1; n++; pending = "" }
+            if (inblock) inblock = 0
+            else if ($0 == "```sh") { inblock = 1; n++; pending = "" }
             next
         }
         inblock {
@@ -46,11 +46,36 @@ extract() {
             if (line ~ /\\$/) { pending = substr(line, 1, length(line) - 1); next }
             pending = ""
             printf "%d\t%s\n", n, line
+        }
+    ' "$1" > "$tmp/cmds"
+}
+
+# The markdown file with the output after each block of one `table` command run anew
+# (the old output: the blank lines, table rows and paper captions after the block).
+tables_updated() {
+    awk -v bin="$bin" '
+        skipping {
+            if ($0 == "" || $0 ~ /^\|/ || $0 ~ /^\*\*Table [0-9]+ analogue\*\*/) next
+            skipping = 0
+            print ""
+        }
+        inblock && /^```/ {
+            inblock = 0
+            print
+            if (n == 1 && cmd ~ /^build\/attnbench table /) {
+                c = "\"" bin "\"" substr(cmd, length("build/attnbench") + 1)
+                print ""
+                while ((c | getline l) > 0) print l
+                if (close(c) != 0) failed = 1
+                skipping = 1
+            }
             next
         }
-        /^#/ { after = 0 }
-        after && NF { print > (dir "/after." n) }
-    ' "$1" > "$tmp/cmds"
+        inblock { n++; cmd = $0; print; next }
+        /^```sh$/ { inblock = 1; n = 0 }
+        { print }
+        END { exit failed }
+    ' "$1"
 }
 
 run_plots() { # renders every results/<gpu>/ as make plots does, into $tmp
@@ -84,16 +109,6 @@ check_file() {
                 continue
             fi
             pass
-            ones=$(awk -F '\t' -v b="$block" '$1 == b' "$tmp/cmds" | wc -l)
-            if [ "$sub" = table ] && [ "$ones" -eq 1 ]; then
-                grep -v '^$' "$tmp/out" > "$tmp/table"
-                lines=$(wc -l < "$tmp/table")
-                if [ -f "$tmp/after.$block" ] && head -n "$lines" "$tmp/after.$block" | cmp -s - "$tmp/table"; then
-                    pass
-                else
-                    fail "$file: the table after '$cmd' is not its output"
-                fi
-            fi
             ;;
         "make plots")
             if command -v gnuplot >/dev/null 2>&1; then
@@ -107,6 +122,13 @@ check_file() {
         esac
     done < "$tmp/cmds"
 
+    if tables_updated "$file" > "$tmp/updated" && cmp -s "$file" "$tmp/updated"; then
+        pass
+    else
+        fail "$file: a table is not the output of the command above it:"
+        diff "$file" "$tmp/updated" | head -n 6
+    fi
+
     # Paths the file names under the repository's directories (not templates such as
     # results/<gpu>/, not build outputs) must exist.
     for p in $(grep -oE '(bench|harness|kernels|reference|problem|results|plots|tests|docs)/[A-Za-z0-9_.<>{}*-][A-Za-z0-9_./<>{}*-]*' "$file" | sort -u); do
@@ -117,6 +139,13 @@ check_file() {
 }
 
 [ -x "$bin" ] || { echo "readme: $bin is not built"; exit 1; }
+if [ "$update" -eq 1 ]; then
+    for f in README.md results/README.md; do
+        tables_updated "$f" > "$tmp/updated" || { echo "readme: a table command of $f failed"; exit 1; }
+        cp "$tmp/updated" "$f"
+    done
+    exit 0
+fi
 check_file README.md
 check_file results/README.md
 [ "$(wc -l < README.md)" -le 300 ] && pass || fail "README.md is $(wc -l < README.md) lines, more than 300"
