@@ -21,7 +21,7 @@ NVFLAGS   += -std=c++17 -O3 -g -lineinfo $(GENCODE) -Xcompiler -Wall \
              --expt-relaxed-constexpr
 LDLIBS    += -lcublas -lcuda -lgomp -lm
 
-HOST_SRC  := $(wildcard harness/*.c reference/*.c kernels/*.c bench/cmd_*.c) bench/usage.c
+HOST_SRC  := $(wildcard problem/*.c harness/*.c reference/*.c kernels/*.c bench/cmd_*.c) bench/usage.c
 CU_SRC    := $(wildcard harness/*.cu kernels/*.cu)
 OBJ       := $(HOST_SRC:%.c=$(BUILD)/%.o) $(CU_SRC:%.cu=$(BUILD)/%.o)
 LIB       := $(BUILD)/libattnbench.a

@@ -4,7 +4,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
-#include "problem.h"
+#include "../problem/problem.h"
 
 #ifdef __cplusplus
 extern "C" {

@@ -2,7 +2,7 @@
 
 #include <stdlib.h>
 #include <string.h>
-#include "../kernels/kv_fill.h"
+#include "../problem/kv_fill.h"
 
 /* Separate streams of random numbers for each builder, so that changing one
  * (say, the beam history) never changes what another (the block shuffle) makes. */

@@ -6,8 +6,8 @@
 #define ATTNBENCH_LAYOUTS_H
 
 #include <stdint.h>
-#include "problem.h"
-#include "../kernels/kv_layout.h"
+#include "../problem/problem.h"
+#include "../problem/kv_layout.h"
 
 #ifdef __cplusplus
 extern "C" {

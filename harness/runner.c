@@ -11,7 +11,7 @@
 #include "nvtx.h"
 #include "peak.h"
 #include "presets.h"
-#include "../kernels/logical_data.h"
+#include "../problem/logical_data.h"
 #include "../reference/reference.h"
 
 /* the source revision, written by the Makefile into build/version.c */

@@ -5,8 +5,8 @@
 #define ATTNBENCH_REFERENCE_H
 
 #include <stdint.h>
-#include "../harness/problem.h"
-#include "../kernels/kv_layout.h"
+#include "../problem/problem.h"
+#include "../problem/kv_layout.h"
 
 #ifdef __cplusplus
 extern "C" {

@@ -13,7 +13,7 @@
 #include <string.h>
 
 #include "../harness/layouts.h"
-#include "../kernels/kv_fill.h"
+#include "../problem/kv_fill.h"
 #include "../reference/reference.h"
 #include "test_problem.h"
 
