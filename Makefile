@@ -1,6 +1,7 @@
 # attnbench: build, test, benchmark, profile, plot.
 #   make            build build/attnbench
 #   make test       CPU tests (and GPU verification where a GPU is present)
+#   make lint       no function over 200 lines (lizard), no include pointing up a layer
 #   make quick      the default quick sweep on this GPU
 #   make sanitize   quick verification under compute-sanitizer (memcheck, racecheck)
 #   make plots      render plots/*.png from results CSVs
@@ -28,7 +29,7 @@ LIB       := $(BUILD)/libattnbench.a
 TEST_SRC  := $(wildcard tests/test_*.c)
 TEST_BIN  := $(TEST_SRC:tests/%.c=$(BUILD)/tests/%)
 
-.PHONY: FORCE all test cpu-test gpu-verify quick sanitize plots ncu nsys ci-gpu clean
+.PHONY: FORCE all test cpu-test lint gpu-verify quick sanitize plots ncu nsys ci-gpu clean
 all: $(BUILD)/attnbench
 
 $(BUILD)/%.o: %.c
@@ -65,6 +66,17 @@ cpu-test: $(BUILD)/attnbench $(TEST_BIN)
 	@tests/run_tests.sh $(BUILD)
 gpu-verify: $(BUILD)/attnbench
 	$(BUILD)/attnbench verify --suite quick
+
+# House rules a tool checks: no function over 200 lines in the sources (lizard, from
+# requirements-dev.txt; .cu and .cuh files are named, lizard's directory scan skips
+# them), and no include pointing up a layer (tests/check_layers.sh).
+LIZARD    ?= python3 -m lizard
+LINT_SRC  := $(foreach d,problem harness kernels reference bench,$(wildcard $d/*.c $d/*.h $d/*.cu $d/*.cuh))
+lint:
+	@ok=1; \
+	 $(LIZARD) --warnings_only --length 200 --CCN 1000000 --arguments 1000 $(LINT_SRC) || ok=0; \
+	 tests/check_layers.sh || ok=0; \
+	 if [ $$ok = 1 ]; then echo "lint: passed"; else echo "make lint: failed (lines above)" >&2; exit 1; fi
 
 # The main job: the default quick sweep, a readable table and a CSV.
 QUICK_CSV ?= $(BUILD)/quick.csv
