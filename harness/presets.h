@@ -24,7 +24,9 @@ const model_preset_t *preset_find(const char *name);
 double preset_weight_bytes(const model_preset_t *m);
 /* The whole model's need: fp16 weights + `layers` times one layer's KV cache bytes. */
 double preset_model_bytes(const model_preset_t *m, double kv_bytes_per_layer);
-/* 1 when the whole model fits in device_bytes, else 0. */
+/* 1 when the whole model (preset_model_bytes) fits in device_bytes of GPU memory
+ * with MEM_HEADROOM (memplan.h) left over, else 0: the rule that makes a model
+ * preset's row `oom`. */
 int preset_fits(const model_preset_t *m, double kv_bytes_per_layer, double device_bytes);
 
 #ifdef __cplusplus
