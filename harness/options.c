@@ -7,7 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include "presets.h"
+#include "../problem/presets.h"
 #include "../bench/usage.h"
 #include "../kernels/registry.h"
 

@@ -10,7 +10,7 @@
 #include "memplan.h"
 #include "nvtx.h"
 #include "peak.h"
-#include "presets.h"
+#include "../problem/presets.h"
 #include "../problem/logical_data.h"
 #include "../reference/reference.h"
 

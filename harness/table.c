@@ -2,7 +2,7 @@
  * of strings first and print it last, so Markdown and CSV share every rule about
  * what a cell says (a value, OOM, a failed status, or '-'). */
 #include "table.h"
-#include "presets.h"
+#include "../problem/presets.h"
 
 #include <math.h>
 #include <stdarg.h>

@@ -22,6 +22,10 @@ typedef struct device_info {
     double peak_l2_gbps;     /* measured read rate of data L2 holds; 0 before */
 } device_info_t;
 
+/* Device memory left free for the CUDA context, cuBLAS and the driver's own needs:
+ * a configuration (or a model preset's whole model) fits only with this to spare. */
+#define MEM_HEADROOM ((size_t)512 << 20)
+
 #ifdef __cplusplus
 }
 #endif

@@ -8,8 +8,8 @@
 #include <math.h>
 #include <string.h>
 
-#include "../harness/presets.h"
-#include "../harness/memplan.h"
+#include "../problem/presets.h"
+#include "../problem/device_info.h"
 
 static void paper_shapes(void **state)
 {
