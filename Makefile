@@ -22,7 +22,7 @@ NVFLAGS   += -std=c++17 -O3 -g -lineinfo $(GENCODE) -Xcompiler -Wall \
              --expt-relaxed-constexpr
 LDLIBS    += -lcublas -lcuda -lgomp -lm
 
-HOST_SRC  := $(wildcard problem/*.c harness/*.c reference/*.c kernels/*.c bench/cmd_*.c) bench/usage.c
+HOST_SRC  := $(wildcard problem/*.c report/*.c harness/*.c reference/*.c kernels/*.c bench/cmd_*.c) bench/usage.c
 CU_SRC    := $(wildcard harness/*.cu kernels/*.cu)
 OBJ       := $(HOST_SRC:%.c=$(BUILD)/%.o) $(CU_SRC:%.cu=$(BUILD)/%.o)
 LIB       := $(BUILD)/libattnbench.a
@@ -71,7 +71,7 @@ gpu-verify: $(BUILD)/attnbench
 # requirements-dev.txt; .cu and .cuh files are named, lizard's directory scan skips
 # them), and no include pointing up a layer (tests/check_layers.sh).
 LIZARD    ?= python3 -m lizard
-LINT_SRC  := $(foreach d,problem harness kernels reference bench,$(wildcard $d/*.c $d/*.h $d/*.cu $d/*.cuh))
+LINT_SRC  := $(foreach d,problem report harness kernels reference bench,$(wildcard $d/*.c $d/*.h $d/*.cu $d/*.cuh))
 lint:
 	@ok=1; \
 	 $(LIZARD) --warnings_only --length 200 --CCN 1000000 --arguments 1000 $(LINT_SRC) || ok=0; \

@@ -5,7 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-#include "../harness/compare.h"
+#include "../report/compare.h"
 #include "commands.h"
 
 static void compare_usage(FILE *f)

@@ -4,8 +4,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../harness/csv.h"
-#include "../harness/table.h"
+#include "../report/csv.h"
+#include "../report/table.h"
 #include "commands.h"
 
 static void table_usage(FILE *f)

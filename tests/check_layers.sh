@@ -1,11 +1,13 @@
 #!/bin/sh
-# The layers point one way: bench/ (commands, options, help) uses harness/; the harness
-# uses kernels/ and reference/; problem/ (the problem, KV layouts, logical data, split
-# plan, device info) lies below them all. Fails, naming each offending line, when a
-# file includes from a layer it must not see:
-#   problem/    nothing from bench/, harness/, kernels/, reference/
-#   reference/  nothing from bench/, harness/, kernels/
-#   kernels/    nothing from bench/, harness/, reference/
+# The layers point one way: bench/ (commands, options, help) uses harness/ and report/;
+# the harness (running rows) uses kernels/, reference/ and report/'s row type; problem/
+# (the problem, model presets, KV layouts, logical data, split plan, device info) lies
+# below them all. Fails, naming each offending line, when a file includes from a layer
+# it must not see:
+#   problem/    nothing from bench/, harness/, kernels/, reference/, report/
+#   report/     nothing from bench/, harness/, kernels/, reference/
+#   reference/  nothing from bench/, harness/, kernels/, report/
+#   kernels/    nothing from bench/, harness/, reference/, report/
 #   harness/    nothing from bench/
 # Usage: tests/check_layers.sh [ROOT]   (ROOT: the source tree, . by default)
 root=${1:-.}
@@ -18,9 +20,10 @@ check() { # layer, forbidden layers (a|b|c)
         bad=1
     fi
 }
-check problem 'bench|harness|kernels|reference'
-check reference 'bench|harness|kernels'
-check kernels 'bench|harness|reference'
+check problem 'bench|harness|kernels|reference|report'
+check report 'bench|harness|kernels|reference'
+check reference 'bench|harness|kernels|report'
+check kernels 'bench|harness|reference|report'
 check harness 'bench'
 [ "$bad" -eq 0 ] && echo "layers: no include points up"
 exit "$bad"

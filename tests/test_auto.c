@@ -10,7 +10,7 @@
 #include <math.h>
 #include "../kernels/registry.h"
 #include "../kernels/auto.h"
-#include "../harness/csv.h"
+#include "../report/csv.h"
 
 #define FIXTURES "tests/fixtures"
 

@@ -11,7 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../harness/compare.h"
+#include "../report/compare.h"
 
 #ifndef FIXTURES
 #define FIXTURES "tests/fixtures"

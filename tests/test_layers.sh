@@ -14,12 +14,14 @@ check() { # name, expected exit status, tree
 }
 tree() { # name: a tree whose includes all point down
     d="$tmp/$1"
-    mkdir -p "$d/problem" "$d/kernels" "$d/reference" "$d/harness" "$d/bench"
+    mkdir -p "$d/problem" "$d/kernels" "$d/reference" "$d/report" "$d/harness" "$d/bench"
     echo '#include "hd.h"' > "$d/problem/problem.h"
     echo '#include "../problem/problem.h"' > "$d/kernels/registry.h"
     echo '#include "../problem/kv_fill.h"' > "$d/reference/reference.c"
+    echo '#include "../problem/presets.h"' > "$d/report/table.c"
     printf '#include "../kernels/registry.h"\n#include "../reference/reference.h"\n' > "$d/harness/runner.c"
-    printf '#include "../harness/runner.h"\n#include "../kernels/registry.h"\n' > "$d/bench/cmd_run.c"
+    printf '#include "../report/csv.h"\n#include "../kernels/registry.h"\n' > "$d/harness/runner.h"
+    printf '#include "../harness/runner.h"\n#include "../report/table.h"\n' > "$d/bench/cmd_run.c"
     echo "$d"
 }
 check "includes pointing down" 0 "$(tree down)"
@@ -29,6 +31,8 @@ d=$(tree harness); echo '#  include "../bench/usage.h"' >> "$d/harness/options.c
 check "harness including bench" 1 "$d"
 d=$(tree kern); echo '#include "../harness/problem.h"' >> "$d/kernels/registry.h"
 check "kernels including harness" 1 "$d"
+d=$(tree rep); echo '#include "../harness/runner.h"' >> "$d/report/csv.c"
+check "report including harness" 1 "$d"
 d=$(tree prob); echo '#include <kernels/registry.h>' >> "$d/problem/split_plan.h"
 check "problem including kernels" 1 "$d"
 d=$(tree named); echo '#include "../kernels/kv_fill.h"' >> "$d/reference/reference.c"
