@@ -1,4 +1,5 @@
 #include "layouts.h"
+#include "layouts_internal.h"
 
 #include <stdlib.h>
 #include <string.h>

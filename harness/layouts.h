@@ -44,12 +44,6 @@ int32_t *beam_history_build(const problem_t *p, uint64_t seed);
  * 0 for any other part. */
 int64_t layout_elements(const kv_geometry_t *g, const problem_t *p, int part);
 
-/* A malloc'd float copy of buffer `part`, element for element what the device
- * fill writes (kv_fill.h). m is required for LAYOUT_PAGED and ignored otherwise.
- * NULL for an empty part, a paged layout without m, or when memory runs out. */
-float *layout_materialize(const kv_geometry_t *g, const problem_t *p, uint64_t seed,
-                          const paged_map_t *m, int part);
-
 #ifdef __cplusplus
 }
 #endif

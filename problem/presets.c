@@ -2,6 +2,7 @@
  * parameter counts are the paper's where it gives one (Table 4), otherwise computed
  * from the published architecture, as each `about` says. */
 #include "presets.h"
+#include "presets_internal.h"
 #include "device_info.h"
 
 #include <string.h>

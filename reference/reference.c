@@ -1,4 +1,5 @@
 #include "reference.h"
+#include "reference_internal.h"
 
 #include <math.h>
 #include <stdlib.h>

@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "../harness/layouts.h"
+#include "../harness/layouts_internal.h"
 #include "../problem/kv_fill.h"
 #include "test_problem.h"
 

@@ -11,6 +11,7 @@
 #include <string.h>
 #include <unistd.h>
 #include "../harness/options.h"
+#include "../harness/grid_internal.h"
 
 #ifndef ATTNBENCH_SUITE_DIR
 #define ATTNBENCH_SUITE_DIR "bench/suites"

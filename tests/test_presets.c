@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "../problem/presets.h"
+#include "../problem/presets_internal.h"
 #include "../problem/device_info.h"
 
 static void paper_shapes(void **state)
