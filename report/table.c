@@ -360,7 +360,7 @@ static void cell_add(cell_t *c, const csv_table_t *t, int row, const table_opts_
     }
 }
 
-int table_pivot(FILE *out, const csv_table_t *t, const table_opts_t *o, char *msg, size_t len)
+static int table_pivot(FILE *out, const csv_table_t *t, const table_opts_t *o, char *msg, size_t len)
 {
     axis_t ra, ca;
     if (axis_parse(t, o->rows, "--rows", &ra, msg, len) != 0 ||
@@ -537,7 +537,7 @@ static void paper_caption(FILE *out, int paper, const model_preset_t *m, const c
                  "fit; -: no result, or beyond an OOM.\n\n");
 }
 
-int table_paper(FILE *out, const csv_table_t *t, const table_opts_t *o, char *msg, size_t len)
+static int table_paper(FILE *out, const csv_table_t *t, const table_opts_t *o, char *msg, size_t len)
 {
     if (o->paper != 6 && o->paper != 7) {
         snprintf(msg, len, "--paper: %d is not a table this tool reproduces (6 or 7)", o->paper);

@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "../report/compare.h"
+#include "../report/compare_internal.h"
 
 #ifndef FIXTURES
 #define FIXTURES "tests/fixtures"

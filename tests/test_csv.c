@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "../report/csv.h"
+#include "../report/csv_internal.h"
 
 static void ok_row(result_row_t *r, const char *kernel, int beam, double median)
 {
