@@ -1,6 +1,7 @@
 # attnbench: build, test, benchmark, profile, plot.
 #   make            build build/attnbench
 #   make test       CPU tests (and GPU verification where a GPU is present)
+#   make lint       no function over 200 lines (lizard), no include pointing up a layer
 #   make quick      the default quick sweep on this GPU
 #   make sanitize   quick verification under compute-sanitizer (memcheck, racecheck)
 #   make fuzz       the CSV reader and the option parser under libFuzzer, ASan, UBSan
@@ -22,14 +23,14 @@ NVFLAGS   += -std=c++17 -O3 -g -lineinfo $(GENCODE) -Xcompiler -Wall \
              --expt-relaxed-constexpr
 LDLIBS    += -lcublas -lcuda -lgomp -lm
 
-HOST_SRC  := $(wildcard harness/*.c reference/*.c kernels/*.c bench/cmd_*.c) bench/usage.c bench/options.c bench/suite.c bench/out_csv.c bench/errors.c
+HOST_SRC  := $(wildcard problem/*.c report/*.c harness/*.c reference/*.c kernels/*.c bench/cmd_*.c) bench/usage.c bench/options.c bench/suite.c bench/out_csv.c bench/errors.c
 CU_SRC    := $(wildcard harness/*.cu kernels/*.cu)
 OBJ       := $(HOST_SRC:%.c=$(BUILD)/%.o) $(CU_SRC:%.cu=$(BUILD)/%.o)
 LIB       := $(BUILD)/libattnbench.a
 TEST_SRC  := $(wildcard tests/test_*.c)
 TEST_BIN  := $(TEST_SRC:tests/%.c=$(BUILD)/tests/%)
 
-.PHONY: FORCE all test cpu-test gpu-verify quick sanitize fuzz plots ncu nsys ci-gpu clean
+.PHONY: FORCE all test cpu-test lint gpu-verify quick sanitize fuzz plots ncu nsys ci-gpu clean
 all: $(BUILD)/attnbench
 
 $(BUILD)/%.o: %.c
@@ -67,6 +68,17 @@ cpu-test: $(BUILD)/attnbench $(TEST_BIN)
 gpu-verify: $(BUILD)/attnbench
 	$(BUILD)/attnbench verify --suite quick
 
+# House rules a tool checks: no function over 200 lines in the sources (lizard, from
+# requirements-dev.txt; .cu and .cuh files are named, lizard's directory scan skips
+# them), and no include pointing up a layer (tests/check_layers.sh).
+LIZARD    ?= python3 -m lizard
+LINT_SRC  := $(foreach d,problem report harness kernels reference bench,$(wildcard $d/*.c $d/*.h $d/*.cu $d/*.cuh))
+lint:
+	@ok=1; \
+	 $(LIZARD) --warnings_only --length 200 --CCN 1000000 --arguments 1000 $(LINT_SRC) || ok=0; \
+	 tests/check_layers.sh || ok=0; \
+	 if [ $$ok = 1 ]; then echo "lint: passed"; else echo "make lint: failed (lines above)" >&2; exit 1; fi
+
 # The main job: the default quick sweep, a readable table and a CSV.
 QUICK_CSV ?= $(BUILD)/quick.csv
 quick: $(BUILD)/attnbench
@@ -87,15 +99,15 @@ FUZZ_TIME ?= 60
 FUZZ_INPUT_TIMEOUT ?= 10
 FUZZ_FLAGS := -std=c11 -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all \
               -D_POSIX_C_SOURCE=200809L -I$(CUDA_HOME)/include -DATTNBENCH_SUITE_DIR=\"$(CURDIR)/bench/suites\"
-FUZZ_CSV_SRC := tests/fuzz/fuzz_csv.c harness/csv.c harness/compare.c harness/table.c \
-                harness/presets.c harness/problem.c bench/out_csv.c
+FUZZ_CSV_SRC := tests/fuzz/fuzz_csv.c report/csv.c report/compare.c report/table.c \
+                problem/presets.c problem/problem.c bench/out_csv.c
 FUZZ_OPT_SRC := tests/fuzz/fuzz_options.c bench/options.c bench/suite.c bench/usage.c harness/grid.c \
-                harness/problem.c harness/presets.c harness/table.c harness/csv.c \
+                problem/problem.c problem/presets.c report/table.c report/csv.c \
                 kernels/registry.c tests/fuzz/kernels_stub.c
-$(BUILD)/fuzz/fuzz_csv: $(FUZZ_CSV_SRC) $(wildcard harness/*.h bench/*.h)
+$(BUILD)/fuzz/fuzz_csv: $(FUZZ_CSV_SRC) $(wildcard problem/*.h report/*.h harness/*.h bench/*.h)
 	@mkdir -p $(dir $@)
 	$(FUZZ_CC) $(FUZZ_FLAGS) -o $@ $(FUZZ_CSV_SRC) -lm
-$(BUILD)/fuzz/fuzz_options: $(FUZZ_OPT_SRC) $(wildcard harness/*.h bench/*.h kernels/*.h)
+$(BUILD)/fuzz/fuzz_options: $(FUZZ_OPT_SRC) $(wildcard problem/*.h report/*.h harness/*.h bench/*.h kernels/*.h)
 	@mkdir -p $(dir $@)
 	$(FUZZ_CC) $(FUZZ_FLAGS) -o $@ $(FUZZ_OPT_SRC) -lm
 fuzz: $(BUILD)/fuzz/fuzz_csv $(BUILD)/fuzz/fuzz_options

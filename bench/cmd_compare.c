@@ -1,7 +1,7 @@
 /* attnbench compare BASE.csv NEW.csv: the regression check of SPEC §8. */
 #include <stdio.h>
 
-#include "../harness/compare.h"
+#include "../report/compare.h"
 #include "commands.h"
 #include "options.h"
 

@@ -8,7 +8,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 #include "commands.h"
-#include "../harness/csv.h"
+#include "../report/csv.h"
 #include "out_csv.h"
 #include "options.h"
 #include "suite.h"

@@ -1,8 +1,8 @@
 /* attnbench table: pivots of results CSVs, and the paper's Tables 6 and 7. */
 #include <stdio.h>
 
-#include "../harness/csv.h"
-#include "../harness/table.h"
+#include "../report/csv.h"
+#include "../report/table.h"
 #include "commands.h"
 #include "options.h"
 

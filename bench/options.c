@@ -7,7 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include "../harness/presets.h"
+#include "../problem/presets.h"
 #include "../harness/timing.h"
 #include "usage.h"
 #include "../kernels/registry.h"

@@ -7,7 +7,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include "../harness/grid.h"
-#include "../harness/table.h"
+#include "../report/table.h"
 
 #ifdef __cplusplus
 extern "C" {

@@ -16,7 +16,7 @@
 #include <stdbool.h>
 #include <stdio.h>
 #include <sys/types.h>
-#include "../harness/csv.h"
+#include "../report/csv.h"
 
 typedef enum { OUT_NEW, OUT_REPLACE, OUT_APPEND, OUT_STDOUT } out_mode_t;
 

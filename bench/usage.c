@@ -1,7 +1,7 @@
 #include "usage.h"
 
 #include <string.h>
-#include "../harness/presets.h"
+#include "../problem/presets.h"
 #include "../kernels/registry.h"
 
 static const char top_text[] =

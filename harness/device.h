@@ -5,7 +5,7 @@
 
 #include <stddef.h>
 #include <cuda_runtime_api.h>
-#include "../kernels/registry.h"
+#include "../problem/device_info.h"
 
 #ifdef __cplusplus
 extern "C" {

@@ -10,7 +10,7 @@
 #include <cuda_runtime.h>
 #include <cuda_fp16.h>
 #include <cuda_bf16.h>
-#include "../kernels/kv_fill.h"
+#include "../problem/kv_fill.h"
 
 namespace {
 

@@ -1,13 +1,13 @@
 /* Device-side fill of every input buffer with the logical data of
- * kernels/logical_data.h (placed by kernels/kv_fill.h), at memory speed, plus
+ * problem/logical_data.h (placed by problem/kv_fill.h), at memory speed, plus
  * output poisoning and download for verification. Callable from C11. */
 #ifndef ATTNBENCH_FILL_H
 #define ATTNBENCH_FILL_H
 
 #include <stdint.h>
 #include <cuda_runtime_api.h>
-#include "problem.h"
-#include "../kernels/kv_layout.h"
+#include "../problem/problem.h"
+#include "../problem/kv_layout.h"
 
 #ifdef __cplusplus
 extern "C" {

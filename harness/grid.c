@@ -1,4 +1,5 @@
 #include "grid.h"
+#include "grid_internal.h"
 
 #include <limits.h>
 #include <stdio.h>

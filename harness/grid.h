@@ -4,7 +4,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
-#include "problem.h"
+#include "../problem/problem.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -48,10 +48,6 @@ enum grid_field {
 
 /* Copies into dst the fields of src whose GRID_FIELD_* bit is in fields. */
 void grid_override(grid_t *dst, const grid_t *src, unsigned fields);
-
-/* Points of the grid. A contiguous cache has no block size, so for it the block-size
- * axis counts once (its first value), not once per listed size. */
-long grid_count(const grid_t *g);
 
 /* Validates every point with problem_validate without allocating; also refuses empty
  * axes, grids above GRID_POINTS_MAX points, and listed block sizes that a paged cache

@@ -1,8 +1,9 @@
 #include "layouts.h"
+#include "layouts_internal.h"
 
 #include <stdlib.h>
 #include <string.h>
-#include "../kernels/kv_fill.h"
+#include "../problem/kv_fill.h"
 
 /* Separate streams of random numbers for each builder, so that changing one
  * (say, the beam history) never changes what another (the block shuffle) makes. */

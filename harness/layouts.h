@@ -6,8 +6,8 @@
 #define ATTNBENCH_LAYOUTS_H
 
 #include <stdint.h>
-#include "problem.h"
-#include "../kernels/kv_layout.h"
+#include "../problem/problem.h"
+#include "../problem/kv_layout.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -43,12 +43,6 @@ int32_t *beam_history_build(const problem_t *p, uint64_t seed);
  * the paged pool or the bifurcated context; part 1 the bifurcated decoded part;
  * 0 for any other part. */
 int64_t layout_elements(const kv_geometry_t *g, const problem_t *p, int part);
-
-/* A malloc'd float copy of buffer `part`, element for element what the device
- * fill writes (kv_fill.h). m is required for LAYOUT_PAGED and ignored otherwise.
- * NULL for an empty part, a paged layout without m, or when memory runs out. */
-float *layout_materialize(const kv_geometry_t *g, const problem_t *p, uint64_t seed,
-                          const paged_map_t *m, int part);
 
 #ifdef __cplusplus
 }

@@ -20,13 +20,12 @@ typedef struct mem_plan {
 
 /* Allocations are rounded up to this: what cudaMalloc really takes. */
 #define MEM_ALIGN ((size_t)2 << 20)
-/* Left free for the CUDA context, cuBLAS and the driver's own needs. */
-#define MEM_HEADROOM ((size_t)512 << 20)
 
 /* The memory `kernel` (after plan) needs for problem p. */
 void mem_plan_make(const problem_t *p, const attn_kernel_t *kernel, const attn_plan_t *plan,
                    mem_plan_t *m);
-/* 1 when the plan fits into free_bytes of device memory, keeping MEM_HEADROOM. */
+/* 1 when the plan fits into free_bytes of device memory, keeping MEM_HEADROOM
+ * (device_info.h). */
 int mem_plan_fits(const mem_plan_t *m, size_t free_bytes);
 
 #ifdef __cplusplus

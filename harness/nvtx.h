@@ -4,7 +4,7 @@
 #define ATTNBENCH_NVTX_H
 
 #include <stddef.h>
-#include "problem.h"
+#include "../problem/problem.h"
 
 #ifdef __cplusplus
 extern "C" {

@@ -4,7 +4,7 @@
 #define ATTNBENCH_PEAK_H
 
 #include <cuda_runtime_api.h>
-#include "../kernels/registry.h"
+#include "../problem/device_info.h"
 
 #ifdef __cplusplus
 extern "C" {

@@ -10,8 +10,8 @@
 #include "memplan.h"
 #include "nvtx.h"
 #include "peak.h"
-#include "presets.h"
-#include "../kernels/logical_data.h"
+#include "../problem/presets.h"
+#include "../problem/logical_data.h"
 #include "../reference/reference.h"
 
 /* the source revision, written by the Makefile into build/version.c */
@@ -264,8 +264,7 @@ void runner_row(runner_t *r, const problem_t *p, const attn_kernel_t *k, result_
     /* With a model preset the paper's rule: the whole model (fp16 weights and every
      * layer's cache) must fit on the GPU, even though one layer is timed. */
     const model_preset_t *model = p->model ? preset_find(p->model) : NULL;
-    int model_fits = !model ||
-        preset_model_bytes(model, (double)(m.kv[0] + m.kv[1])) + MEM_HEADROOM <= (double)total_bytes;
+    int model_fits = !model || preset_fits(model, (double)(m.kv[0] + m.kv[1]), (double)total_bytes);
     if (!model_fits || !mem_plan_fits(&m, free_bytes)) {
         snprintf(row->status, sizeof row->status, "%s", "oom");
         return;

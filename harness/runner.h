@@ -6,7 +6,7 @@
 #include <stdbool.h>
 #include <stdio.h>
 #include "../kernels/registry.h"
-#include "csv.h"
+#include "../report/csv.h"
 #include "timing.h"
 
 #ifdef __cplusplus

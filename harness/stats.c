@@ -1,4 +1,5 @@
 #include "stats.h"
+#include "stats_internal.h"
 
 #include <math.h>
 #include <stdlib.h>

@@ -13,12 +13,6 @@ typedef struct sample_summary {
     double noise;   /* relative standard deviation: sample stddev (n - 1) / mean; 0 for n = 1 */
 } sample_summary_t;
 
-/* Quantile q in [0, 1] of n >= 1 ascending values by linear interpolation between
- * closest ranks: position (n - 1) * q, interpolated between the two neighbouring
- * values (numpy's default "linear", Hyndman-Fan type 7). q = 0.5 is the median:
- * the middle value for odd n, the mean of the two middle values for even n. */
-double stats_quantile_sorted(const double *sorted, int n, double q);
-
 /* Summarises n samples (any order; samples itself is left unmodified, a sorted
  * copy is made). Returns 0, or -1 when n < 1, a pointer is NULL or the copy
  * cannot be allocated (out then holds zeros). */

@@ -7,7 +7,7 @@
 #include <stdbool.h>
 #include <cuda_runtime_api.h>
 #include "stats.h"
-#include "../kernels/registry.h"
+#include "../problem/device_info.h"
 
 #ifdef __cplusplus
 extern "C" {

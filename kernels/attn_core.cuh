@@ -53,8 +53,8 @@
 #include <cuda_fp16.h>
 #include <cuda_bf16.h>
 #include "registry.h"
-#include "kv_layout.h"
-#include "split_plan.h"
+#include "../problem/kv_layout.h"
+#include "../problem/split_plan.h"
 
 #define ATTN_KEY_TILE 64      /* keys per pipeline stage; split chunks are multiples of it */
 #define ATTN_WARPS 4

@@ -13,7 +13,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
-#include "hd.h"
+#include "../problem/hd.h"
 #include "registry.h"
 
 #ifdef __cplusplus

@@ -6,28 +6,14 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <cuda_runtime_api.h>
-#include "../harness/problem.h"
-#include "kv_layout.h"
-#include "split_plan.h"
+#include "../problem/problem.h"
+#include "../problem/device_info.h"
+#include "../problem/kv_layout.h"
+#include "../problem/split_plan.h"
 
 #ifdef __cplusplus
 extern "C" {
 #endif
-
-/* What the harness knows of the GPU; kernels plan from it. */
-typedef struct device_info {
-    char name[128];          /* as the driver names it */
-    char gpu[32];            /* short key used in CSVs and results/: "h100", "h200" */
-    int cc;                  /* compute capability, major * 10 + minor (90: Hopper) */
-    int sm_count;
-    int smem_per_block_optin;
-    int smem_per_sm;
-    int l2_bytes;
-    size_t free_bytes, total_bytes;
-    double peak_read_gbps;   /* measured by `peak`; 0 before */
-    double peak_tc_tflops;   /* measured fp16 tensor-core GEMM rate; 0 before */
-    double peak_l2_gbps;     /* measured read rate of data L2 holds; 0 before */
-} device_info_t;
 
 typedef struct attn_kernel attn_kernel_t;
 

@@ -1,8 +1,9 @@
 #include "reference.h"
+#include "reference_internal.h"
 
 #include <math.h>
 #include <stdlib.h>
-#include "../kernels/kv_fill.h"
+#include "../problem/kv_fill.h"
 
 /* Where a source's K/V come from. A source naming only some of its layout's
  * buffers is a caller's mistake; it must not silently fall back to logical data. */

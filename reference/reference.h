@@ -5,8 +5,8 @@
 #define ATTNBENCH_REFERENCE_H
 
 #include <stdint.h>
-#include "../harness/problem.h"
-#include "../kernels/kv_layout.h"
+#include "../problem/problem.h"
+#include "../problem/kv_layout.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -32,13 +32,6 @@ typedef struct ref_source {
  * A source that sets only some of the buffers its layout needs (or d above
  * REF_MAX_HEAD_DIM, or no memory for the logits) gives NaN in every element. */
 void reference_row(const ref_source_t *src, int stream, int head, double *out);
-
-/* The bifurcated-attention paper's formulation (its Appendix E): logits against the
- * context part and the decoded part computed separately, one softmax over their
- * concatenation, the two weighted sums of V added. Same inputs, same result.
- * Reads the bifurcated buffers when the geometry is LAYOUT_BIFURCATED and both are
- * set, other layouts' buffers through kv_row_offset, else the logical definition. */
-void reference_row_bifurcated(const ref_source_t *src, int stream, int head, double *out);
 
 /* Error of a kernel's output against the reference, accumulated over rows. */
 typedef struct err_acc { double diff2, ref2, max_abs; long nonfinite, n; } err_acc_t;

@@ -10,11 +10,9 @@
 #include <math.h>
 #include "../kernels/registry.h"
 #include "../kernels/auto.h"
-#include "../harness/csv.h"
+#include "../report/csv.h"
 
-#ifndef ATTNBENCH_SUITE_DIR
-#define ATTNBENCH_SUITE_DIR "bench/suites"
-#endif
+#define FIXTURES "tests/fixtures"
 
 static device_info_t h100(void)
 {
@@ -119,7 +117,7 @@ static void test_paged_shared_prefix_is_bifurcated(void **state)
  * 7.0 TB/s: fused re-read shared blocks at 6.4-7.3 TB/s from W = 4 on; H200 the same).
  * At two streams of MHA, 16k those reads fit under fused's DRAM time (99.8 us against
  * 98.0 for one stream) and bifurcation's fixed cost does not pay (107.0 us; H100,
- * results/h100/bifurcated-paged.csv). Charged at 1.5 times the DRAM rate instead, as
+ * tests/fixtures/bifurcated-paged_h100.csv). Charged at 1.5 times the DRAM rate instead, as
  * before the L2 rate was measured, they made fused look slower there (the H100 picked
  * bifurcated, 7.3% slower). */
 static void test_paged_rereads_come_from_l2(void **state)
@@ -387,15 +385,17 @@ static void test_merge_launch_has_a_fixed_cost(void **state)
                 FUSED_MERGE_LAUNCH_US + FUSED_MERGE_SLOT_US * slots - 1e-9);
 }
 
-/* The committed sweeps of the paper's grid (results/<gpu>/bifurcated*.csv), replayed:
- * on every row where both `fused` and `bifurcated` ran, the kernel the model picks, on
- * a GPU with the peaks in the first line of the sweep's log, took at most 5% longer
- * than the faster of the two. The constants in auto.h were fitted to these rows; a
- * sweep committed anew (or a constant moved) must still pass. */
+/* The sweeps of the paper's grid on both GPUs, replayed: on every row where both
+ * `fused` and `bifurcated` ran, the kernel the model picks, on a GPU with the peaks in
+ * the first line of the sweep's log, took at most 5% longer than the faster of the two.
+ * The constants in auto.h were fitted to these rows; a constant moved must still pass.
+ * tests/fixtures/bifurcated*_<gpu>.csv hold those sweeps' fused and bifurcated rows
+ * that ran (the columns this test reads), and the matching .log their log's first line
+ * (the measured peaks). */
 static void replay_sweep(const char *name, int l2_mib)
 {
     char path[512], msg[256], line[512];
-    snprintf(path, sizeof path, "%s/../../results/%s.log", ATTNBENCH_SUITE_DIR, name);
+    snprintf(path, sizeof path, FIXTURES "/%s.log", name);
     FILE *f = fopen(path, "r");
     assert_non_null(f);
     assert_non_null(fgets(line, sizeof line, f));
@@ -406,7 +406,7 @@ static void replay_sweep(const char *name, int l2_mib)
     assert_non_null(peaks);
     assert_int_equal(sscanf(peaks, "read %lf GB/s (from L2 %lf), fp16 tensor cores %lf", &dev.peak_read_gbps,
                             &dev.peak_l2_gbps, &dev.peak_tc_tflops), 3);
-    snprintf(path, sizeof path, "%s/../../results/%s.csv", ATTNBENCH_SUITE_DIR, name);
+    snprintf(path, sizeof path, FIXTURES "/%s.csv", name);
     csv_table_t t;
     assert_int_equal(csv_read(path, &t, msg, sizeof msg), 0);
     const int n = t.nrows;
@@ -451,10 +451,10 @@ static void replay_sweep(const char *name, int l2_mib)
 static void test_picks_on_the_committed_sweeps(void **state)
 {
     (void)state;
-    replay_sweep("h100/bifurcated", 50);
-    replay_sweep("h100/bifurcated-paged", 50);
-    replay_sweep("h200/bifurcated", 60);
-    replay_sweep("h200/bifurcated-paged", 60);
+    replay_sweep("bifurcated_h100", 50);
+    replay_sweep("bifurcated-paged_h100", 50);
+    replay_sweep("bifurcated_h200", 60);
+    replay_sweep("bifurcated-paged_h200", 60);
 }
 
 /* At W = 16, 16k MQA bifurcates: fused's memory and tensor-core times are alike there

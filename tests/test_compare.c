@@ -11,7 +11,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../harness/compare.h"
+#include "../report/compare.h"
+#include "../report/compare_internal.h"
 
 #ifndef FIXTURES
 #define FIXTURES "tests/fixtures"

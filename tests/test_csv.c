@@ -11,7 +11,8 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "../harness/csv.h"
+#include "../report/csv.h"
+#include "../report/csv_internal.h"
 
 static void ok_row(result_row_t *r, const char *kernel, int beam, double median)
 {

@@ -16,7 +16,7 @@
 
 #include "../kernels/registry.h"
 #include "../kernels/cublas_common.cuh"
-#include "../kernels/kv_fill.h"
+#include "../problem/kv_fill.h"
 #include "test_problem.h"
 
 extern const attn_kernel_t kernel_cublas;

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "../harness/grid.h"
+#include "../harness/grid_internal.h"
 
 static void expect_list(const char *s, int n, const int *values)
 {

@@ -11,7 +11,8 @@
 #include <string.h>
 
 #include "../harness/layouts.h"
-#include "../kernels/kv_fill.h"
+#include "../harness/layouts_internal.h"
+#include "../problem/kv_fill.h"
 #include "test_problem.h"
 
 /* heads = 2 * kv_heads: two query heads per group */

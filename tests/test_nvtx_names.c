@@ -61,18 +61,6 @@ static void test_truncation_stays_terminated(void **state)
     assert_string_equal(small, "fused B1 W1 h32 g32");
 }
 
-static void test_push_pop_without_profiler(void **state)
-{
-    (void)state;
-    /* No tool attached: the calls must be harmless, nested or not. */
-    nvtx_push("outer");
-    nvtx_push(NVTX_PHASE_TIMED);
-    nvtx_pop();
-    nvtx_push(NULL);
-    nvtx_pop();
-    nvtx_pop();
-}
-
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -80,7 +68,6 @@ int main(void)
         cmocka_unit_test(test_paged_bf16_details),
         cmocka_unit_test(test_without_kernel),
         cmocka_unit_test(test_truncation_stays_terminated),
-        cmocka_unit_test(test_push_pop_without_profiler),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

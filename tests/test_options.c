@@ -12,6 +12,7 @@
 #include <unistd.h>
 #include "../bench/options.h"
 #include "../bench/suite.h"
+#include "../harness/grid_internal.h"
 
 #ifndef ATTNBENCH_SUITE_DIR
 #define ATTNBENCH_SUITE_DIR "bench/suites"

@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "../bench/out_csv.h"
+#include "../report/csv_internal.h"
 
 static char dir[] = "/tmp/attnbench_out_csv.XXXXXX";
 static char path[256];

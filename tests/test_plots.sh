@@ -21,8 +21,8 @@ int main(int argc, char **argv)
 C
     ab=$tmp/attnbench
     ${CC:-gcc} -std=c11 -D_POSIX_C_SOURCE=200809L -O1 -o "$ab" "$tmp/driver.c" \
-        "$root/bench/cmd_table.c" "$root/harness/csv.c" "$root/harness/table.c" \
-        "$root/harness/presets.c" -lm || { echo "0 passed, 1 failed (driver did not build)"; exit 1; }
+        "$root/bench/cmd_table.c" "$root/report/csv.c" "$root/report/table.c" \
+        "$root/problem/presets.c" -lm || { echo "0 passed, 1 failed (driver did not build)"; exit 1; }
 fi
 
 mkdir -p "$tmp/in"

@@ -8,7 +8,9 @@
 #include <math.h>
 #include <string.h>
 
-#include "../harness/presets.h"
+#include "../problem/presets.h"
+#include "../problem/presets_internal.h"
+#include "../problem/device_info.h"
 
 static void paper_shapes(void **state)
 {
@@ -86,12 +88,26 @@ static void fits_or_not_on_80_gb(void **state)
     assert_false(preset_fits(m, kv_bif1024, gpu));
 }
 
+/* The runner's rule: the whole model fits with MEM_HEADROOM left for the CUDA context
+ * and cuBLAS, the same headroom a single configuration keeps (mem_plan_fits). */
+static void fits_keeps_the_headroom(void **state)
+{
+    (void)state;
+    const model_preset_t *m = preset_find("7b");
+    const double kv = 2.0 * 32 * (8192 + 128) * 128 * 2;
+    const double need = preset_model_bytes(m, kv);
+    assert_true(preset_fits(m, kv, need + MEM_HEADROOM));
+    assert_false(preset_fits(m, kv, need + MEM_HEADROOM - 4096));
+    assert_false(preset_fits(m, kv, need));
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(paper_shapes),
         cmocka_unit_test(weights_and_whole_model_bytes),
         cmocka_unit_test(fits_or_not_on_80_gb),
+        cmocka_unit_test(fits_keeps_the_headroom),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

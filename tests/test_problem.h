@@ -3,7 +3,7 @@
 #ifndef ATTNBENCH_TEST_PROBLEM_H
 #define ATTNBENCH_TEST_PROBLEM_H
 
-#include "../harness/problem.h"
+#include "../problem/problem.h"
 
 static inline problem_t test_problem(int batch, int beam, int heads, int kv_heads, int head_dim, int ctx,
                                      int gen)

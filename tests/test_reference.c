@@ -13,8 +13,10 @@
 #include <string.h>
 
 #include "../harness/layouts.h"
-#include "../kernels/kv_fill.h"
+#include "../harness/layouts_internal.h"
+#include "../problem/kv_fill.h"
 #include "../reference/reference.h"
+#include "../reference/reference_internal.h"
 #include "test_problem.h"
 
 /* A reference source together with the buffers it owns. */

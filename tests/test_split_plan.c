@@ -1,4 +1,4 @@
-/* Split-KV planning and the log-sum-exp merge of kernels/split_plan.h: the same
+/* Split-KV planning and the log-sum-exp merge of problem/split_plan.h: the same
  * code the multi-block kernels run, checked on the CPU. */
 #include <stdarg.h>
 #include <stddef.h>
@@ -10,9 +10,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../kernels/logical_data.h"
+#include "../problem/logical_data.h"
 #include "../kernels/registry.h"
-#include "../kernels/split_plan.h"
+#include "../problem/split_plan.h"
 #include "test_problem.h"
 
 /* What every plan must satisfy: chunks are whole tiles, cover the keys, and none is empty. */

@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "../harness/stats.h"
+#include "../harness/stats_internal.h"
 #include "../harness/device.h"
 
 #define EPS 1e-12

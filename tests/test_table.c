@@ -12,8 +12,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../harness/csv.h"
-#include "../harness/table.h"
+#include "../report/csv.h"
+#include "../report/table.h"
 
 #ifndef FIXTURES
 #define FIXTURES "tests/fixtures"

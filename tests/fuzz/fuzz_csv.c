@@ -8,9 +8,9 @@
 #include <unistd.h>
 
 #include "../../bench/out_csv.h"
-#include "../../harness/compare.h"
-#include "../../harness/csv.h"
-#include "../../harness/table.h"
+#include "../../report/compare.h"
+#include "../../report/csv.h"
+#include "../../report/table.h"
 
 static FILE *sink;
 static char path[64];

@@ -2,6 +2,8 @@
  * parameter counts are the paper's where it gives one (Table 4), otherwise computed
  * from the published architecture, as each `about` says. */
 #include "presets.h"
+#include "presets_internal.h"
+#include "device_info.h"
 
 #include <string.h>
 
@@ -55,5 +57,5 @@ double preset_model_bytes(const model_preset_t *m, double kv_bytes_per_layer)
 
 int preset_fits(const model_preset_t *m, double kv_bytes_per_layer, double device_bytes)
 {
-    return preset_model_bytes(m, kv_bytes_per_layer) <= device_bytes;
+    return preset_model_bytes(m, kv_bytes_per_layer) + (double)MEM_HEADROOM <= device_bytes;
 }

@@ -1,5 +1,6 @@
 /* Noise-aware comparison of two results CSVs; the rule is stated in compare.h. */
 #include "compare.h"
+#include "compare_internal.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -9,12 +10,13 @@ static const char *const verdict_names[VERDICT_COUNT] = {
     "same", "faster", "slower", "missing", "new", "broken", "fixed",
 };
 
-const char *verdict_name(verdict_t v)
+static const char *verdict_name(verdict_t v)
 {
     return v >= 0 && v < VERDICT_COUNT ? verdict_names[v] : "?";
 }
 
-int verdict_fails(verdict_t v)
+/* 1 for the verdicts that fail a check: slower, broken, missing. */
+static int verdict_fails(verdict_t v)
 {
     return v == VERDICT_SLOWER || v == VERDICT_BROKEN || v == VERDICT_MISSING;
 }
@@ -238,7 +240,10 @@ static void entry_fields(const compare_entry_t *e, char f[F_COUNT][160])
     clock_text(e, f[F_CLOCK], 160);
 }
 
-void compare_print(FILE *f, const compare_result_t *r, bool changes_only)
+/* Aligned table (verdict, kernel, configuration, base us, new us, change %, noise %,
+ * limit %, the two sides' SM clocks) and a summary line; changes_only leaves out the
+ * rows judged same. */
+static void compare_print(FILE *f, const compare_result_t *r, bool changes_only)
 {
     static const char *const head[F_COUNT] = {
         "verdict", "kernel", "configuration", "base us", "new us", "change %", "noise %", "limit %",

@@ -1,17 +1,11 @@
-/* Regression check (`attnbench compare BASE NEW`, SPEC §8): joins two results CSVs
- * on csv_row_key and gives every row a verdict that accounts for measured noise.
- *
- * Both rows ok: change = new median / base median - 1, noise = sqrt(nb^2 + nn^2)
- * (each row's relative standard deviation; empty counts as 0), and the limit a
- * change must pass is max(threshold, 2 * noise): a change inside the threshold is
- * too small to matter, one inside twice the combined noise could be chance.
- * slower: change > limit; faster: change < -limit; otherwise same. */
-#ifndef ATTNBENCH_COMPARE_H
-#define ATTNBENCH_COMPARE_H
+/* What compare.c exposes to its tests only: the verdicts and the join behind
+ * compare_files.
+ * Not part of the module's interface: its own source and its CPU tests include this. */
+#ifndef ATTNBENCH_COMPARE_INTERNAL_H
+#define ATTNBENCH_COMPARE_INTERNAL_H
 
 #include <stdbool.h>
 #include <stddef.h>
-#include <stdio.h>
 #include "csv.h"
 
 #ifdef __cplusplus
@@ -28,10 +22,6 @@ typedef enum {
     VERDICT_FIXED,     /* a failed row now ok */
     VERDICT_COUNT
 } verdict_t;
-
-const char *verdict_name(verdict_t v);
-/* 1 for the verdicts that fail a check: slower, broken, missing. */
-int verdict_fails(verdict_t v);
 
 typedef struct compare_entry {
     result_row_t base, next;   /* the row in each file; only the sides present are set */
@@ -56,18 +46,9 @@ verdict_t compare_rows(const result_row_t *base, const result_row_t *next, doubl
  * supersedes). Returns 0, or -1 with one line in msg. */
 int compare_tables(const csv_table_t *base, const csv_table_t *next, double threshold,
                    compare_result_t *out, char *msg, size_t len);
-/* Aligned table (verdict, kernel, configuration, base us, new us, change %, noise %,
- * limit %, the two sides' SM clocks) and a summary line; changes_only leaves out the
- * rows judged same. */
-void compare_print(FILE *f, const compare_result_t *r, bool changes_only);
 /* 1 when any row is slower, broken or missing, else 0. */
 int compare_exit_status(const compare_result_t *r);
 void compare_free(compare_result_t *r);
-
-/* The whole command on two files: 0 pass, 1 regression, 2 unreadable or malformed
- * input (one line in msg). */
-int compare_files(const char *base_path, const char *next_path, double threshold,
-                  bool changes_only, FILE *out, char *msg, size_t len);
 
 #ifdef __cplusplus
 }

@@ -20,11 +20,9 @@ extern const int model_preset_count;
 
 /* NULL if unknown. */
 const model_preset_t *preset_find(const char *name);
-/* fp16 weights. */
-double preset_weight_bytes(const model_preset_t *m);
-/* The whole model's need: fp16 weights + `layers` times one layer's KV cache bytes. */
-double preset_model_bytes(const model_preset_t *m, double kv_bytes_per_layer);
-/* 1 when the whole model fits in device_bytes, else 0. */
+/* 1 when the whole model (fp16 weights and `layers` times kv_bytes_per_layer of KV
+ * cache) fits in device_bytes of GPU memory with MEM_HEADROOM (device_info.h) left
+ * over, else 0: the rule that makes a model preset's row `oom`. */
 int preset_fits(const model_preset_t *m, double kv_bytes_per_layer, double device_bytes);
 
 #ifdef __cplusplus

@@ -2,7 +2,7 @@
  * of strings first and print it last, so Markdown and CSV share every rule about
  * what a cell says (a value, OOM, a failed status, or '-'). */
 #include "table.h"
-#include "presets.h"
+#include "../problem/presets.h"
 
 #include <math.h>
 #include <stdarg.h>
@@ -374,7 +374,7 @@ static void cell_add(cell_t *c, const csv_table_t *t, int row, const table_opts_
     }
 }
 
-int table_pivot(FILE *out, const csv_table_t *t, const table_opts_t *o, char *msg, size_t len)
+static int table_pivot(FILE *out, const csv_table_t *t, const table_opts_t *o, char *msg, size_t len)
 {
     axis_t ra, ca;
     if (axis_parse(t, o->rows, "--rows", &ra, msg, len) != 0 ||
@@ -556,7 +556,7 @@ static void paper_caption(FILE *out, int paper, const model_preset_t *m, const c
                  "fit; -: no result, or beyond an OOM.\n\n");
 }
 
-int table_paper(FILE *out, const csv_table_t *t, const table_opts_t *o, char *msg, size_t len)
+static int table_paper(FILE *out, const csv_table_t *t, const table_opts_t *o, char *msg, size_t len)
 {
     if (o->paper != 6 && o->paper != 7) {
         snprintf(msg, len, "--paper: %d is not a table this tool reproduces (6 or 7)", o->paper);

@@ -1,6 +1,7 @@
 /* Results CSV: one descriptor per column drives writing, parsing and validation,
  * so the column order of SPEC §6 is stated exactly once. */
 #include "csv.h"
+#include "csv_internal.h"
 
 #include <errno.h>
 #include <math.h>

@@ -48,8 +48,6 @@ int table_where_parse(const char *s, table_where_t *w, char *msg, size_t len);
 /* Writes the table o asks for. Returns 0, or -1 with one line in msg (unknown
  * column, missing axis, bad --paper, rows of several GPUs in a paper table). */
 int table_render(FILE *out, const csv_table_t *t, const table_opts_t *o, char *msg, size_t len);
-int table_pivot(FILE *out, const csv_table_t *t, const table_opts_t *o, char *msg, size_t len);
-int table_paper(FILE *out, const csv_table_t *t, const table_opts_t *o, char *msg, size_t len);
 
 #ifdef __cplusplus
 }

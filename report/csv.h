@@ -32,7 +32,6 @@ typedef struct result_row {
 /* Every SPEC §6 column must be present in a file that is read; the appended ones
  * (ran, model, layers, args, sm_mhz) may be absent. */
 #define CSV_SPEC_COLUMNS 34
-extern const char *const csv_columns[];   /* SPEC's columns, then the appended ones */
 extern const int csv_column_count;
 
 /* Empty strings, zero integers, layers 1, every measured number NaN. */
@@ -40,12 +39,13 @@ void result_row_init(result_row_t *r);
 
 /* One field, quoted (RFC 4180) only when it holds a comma, a quote or a line break. */
 void csv_write_field(FILE *f, const char *s);
+/* The column names, SPEC's then the appended ones, csv_column_count of them. */
+extern const char *const csv_columns[];
 /* Each returns 0, or -1 when the stream could not take it (a full disk). */
 int csv_write_header(FILE *f);
 /* Writes one row and flushes, so an interrupted sweep keeps its rows: every column,
  * or the first ncols of them (rows appended to a file of an earlier version, whose
  * header has fewer: csv_file_columns). */
-int csv_write_row(FILE *f, const result_row_t *r);
 int csv_write_row_cols(FILE *f, const result_row_t *r, int ncols);
 
 typedef struct csv_table {

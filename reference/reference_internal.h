@@ -1,0 +1,23 @@
+/* What reference.c exposes to its tests only: a second formulation that the tests
+ * hold reference_row to.
+ * Not part of the module's interface: its own source and its CPU tests include this. */
+#ifndef ATTNBENCH_REFERENCE_INTERNAL_H
+#define ATTNBENCH_REFERENCE_INTERNAL_H
+
+#include "reference.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* The bifurcated-attention paper's formulation (its Appendix E): logits against the
+ * context part and the decoded part computed separately, one softmax over their
+ * concatenation, the two weighted sums of V added. Same inputs, same result.
+ * Reads the bifurcated buffers when the geometry is LAYOUT_BIFURCATED and both are
+ * set, other layouts' buffers through kv_row_offset, else the logical definition. */
+void reference_row_bifurcated(const ref_source_t *src, int stream, int head, double *out);
+
+#ifdef __cplusplus
+}
+#endif
+#endif
