@@ -42,7 +42,12 @@
  * decode part) or a request (bifurcated context part).
  *
  * Softmax runs in the log2 domain (logits scaled by scale*log2(e), exp2);
- * partials store m in natural-log units for the merges. */
+ * partials store m in natural-log units for the merges (state_merge.cuh).
+ *
+ * The tensor-core body's code: its shape (tc_shape) and compile-time choices
+ * (tc_traits), a warp's steps per tile (tc_scores, tc_softmax, tc_accumulate_pv)
+ * and its epilogue (tc_epilogue), and the kernel (attn_tc_kernel): the CTA's ring of
+ * K/V tiles, its prologue and the loop over the tiles. */
 #ifndef ATTNBENCH_ATTN_CORE_CUH
 #define ATTNBENCH_ATTN_CORE_CUH
 
@@ -300,190 +305,10 @@ __device__ __forceinline__ bool row_target(const attn_params_t &P, const cta_coo
     return true;
 }
 
-/* ---------------------------------------------------------------- epilogue */
+/* ---------------------------------------------------------------- the merges */
 
-template <typename T>
-__device__ __forceinline__ void store4(T *dst, float a, float b, float c, float d)
-{
-    dst[0] = dt<T>::from_f(a); dst[1] = dt<T>::from_f(b);
-    dst[2] = dt<T>::from_f(c); dst[3] = dt<T>::from_f(d);
-}
-
-/* The fold of every split's partial of `rows` CTA rows (from CTA row row0 of the unit's
- * group-major rows on) into out, by the last CTA of a split-KV grid. This is the
- * tail of the step, so it is written for latency: each thread fetches a batch of
- * TAIL_MERGE_BATCH slots before folding any, so n slots cost n/16 dependent L2
- * round trips rather than n (16 slots took about 4 us one by one, a tenth of a
- * 128 MiB step); and a batch is folded by lse_fold (split_plan.h, CPU-tested) in
- * two passes, not slot after slot through a chain of dependent pairwise merges (that
- * fold of 4 slots took 2.3 us of a 38 us step; the two-pass one took 5.7% off the
- * step, H200, results/h200/tail-merge/).
- * Out of line, with its inputs by value, so that the CTA bodies' register allocation
- * does not change with it. */
-#define TAIL_MERGE_BATCH 16
-template <typename T>
-__device__ __noinline__ void tail_merge(T *out, const float *ws_acc, const float2 *ws_ml, int nslots, int d,
-                                        int rows, int row0, int group, int stream0, int head0, int heads)
-{
-    const int q4 = d / 4;
-    for (int idx = threadIdx.x; idx < rows * q4; idx += blockDim.x) {
-        const int r = idx / q4, x = (idx - r * q4) * 4, gr = row0 + r;
-        const int64_t row_id = (int64_t)(stream0 + gr / group) * heads + head0 + gr % group;
-        float m = -INFINITY, l = 0.f, acc[4] = {0.f, 0.f, 0.f, 0.f};
-        for (int s0 = 0; s0 < nslots; s0 += TAIL_MERGE_BATCH) {
-            float pm[TAIL_MERGE_BATCH], pl[TAIL_MERGE_BATCH], pacc[TAIL_MERGE_BATCH * 4];
-#pragma unroll
-            for (int j = 0; j < TAIL_MERGE_BATCH; ++j) {
-                const int64_t slot = row_id * nslots + s0 + j;
-                const bool ok = s0 + j < nslots;
-                const float2 ml = ok ? __ldcg(ws_ml + slot) : make_float2(-INFINITY, 0.f);
-                const float4 a = ok ? __ldcg(reinterpret_cast<const float4 *>(ws_acc + slot * d + x))
-                                    : make_float4(0.f, 0.f, 0.f, 0.f);
-                pm[j] = ml.x;
-                pl[j] = ml.y;
-                pacc[4 * j] = a.x; pacc[4 * j + 1] = a.y; pacc[4 * j + 2] = a.z; pacc[4 * j + 3] = a.w;
-            }
-            lse_fold(&m, &l, acc, 4, pm, pl, pacc, TAIL_MERGE_BATCH);
-        }
-        const float inv = l > 0.f ? 1.f / l : 0.f;
-        store4(out + row_id * d + x, acc[0] * inv, acc[1] * inv, acc[2] * inv, acc[3] * inv);
-    }
-}
-
-/* The final output of a CTA's rows whose other partials the CTA itself left in the
- * workspace, in the slots after the splits' (slot_base + splits + k, k < fold; m in
- * natural-log units): the wgmma body's decode tiles over an unsplit context, whose
- * CTA then needs no merge launch behind it. The state staged in shared memory is
- * one source per row (m in log2 units, l, o with row stride d+8), as
- * combine_and_emit's with nsrc = 1; each slot is folded into it in place by lse_fold.
- * A warp takes rows warp, warp + nwarps, ... (at most 32 of them), its lanes four
- * columns each, so that a row's m and l are its warp's alone. Written for latency: a
- * slot's partials of all the CTA's rows are fetched at once, the outputs by cp.async
- * into land (rows * d floats of shared memory, each thread's own columns) and each
- * row's m and l by one lane, so a slot costs one L2 round trip. (Fetched into
- * registers, eight entries a thread, two round trips: the epilogue took 8.4 us of a
- * CTA's 166 on an H100, GQA W = 1024 at 8k, paged; results/h100/fold-land/.) */
-template <typename T>
-__device__ void fold_and_emit(const attn_params_t &P, const cta_coord &c, float *st_o, const float *st_m,
-                              const float *st_l, int rows, int d, int nthreads, int fold, float *land)
-{
-    const unsigned all = 0xffffffffu;
-    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, nwarps = nthreads / 32, ostride = d + 8;
-    /* lane e holds the output row id (stream * heads + head), m and l of its warp's row e */
-    int id = -1;
-    float M = -INFINITY, L = 0.f;
-    if (warp + nwarps * lane < rows) {
-        const int r = warp + nwarps * lane;
-        int stream, head;
-        if (row_target(P, c, r, &stream, &head)) {
-            id = stream * P.heads + head;
-            M = st_m[r] * ATTN_LN2; /* natural log, as the slots' */
-            L = st_l[r];
-        }
-    }
-    for (int k = 0; k < fold; ++k) {
-        const int64_t base = P.slot_base + P.splits + k;
-        const float2 ml = id >= 0 ? __ldcg(&P.ws_ml[(int64_t)id * P.nslots + base]) : make_float2(-INFINITY, 0.f);
-        for (int r = warp, e = 0; r < rows; r += nwarps, ++e) {
-            const int rid = __shfl_sync(all, id, e);
-            if (rid < 0) continue;
-            const float *src = P.ws_acc + ((int64_t)rid * P.nslots + base) * d;
-            for (int x = lane * 4; x < d; x += 128) cp_async16(smem_addr(land + r * d + x), src + x, 16);
-        }
-        cp_async_commit();
-        cp_async_wait<0>();
-#pragma unroll 2
-        for (int r = warp, e = 0; r < rows; r += nwarps, ++e) {
-            const int rid = __shfl_sync(all, id, e);
-            const float pm = __shfl_sync(all, ml.x, e), pl = __shfl_sync(all, ml.y, e);
-            const float m0 = __shfl_sync(all, M, e), l0 = __shfl_sync(all, L, e);
-            if (rid < 0) continue;
-            float m = m0, l = l0;
-            for (int x = lane * 4; x < d; x += 128) {
-                float4 *acc = reinterpret_cast<float4 *>(st_o + r * ostride + x);
-                float4 a = *acc;
-                const float4 o = *reinterpret_cast<const float4 *>(land + r * d + x);
-                m = m0, l = l0;
-                lse_fold(&m, &l, &a.x, 4, &pm, &pl, &o.x, 1);
-                *acc = a;
-            }
-            if (lane == e) M = m, L = l;
-        }
-    }
-#pragma unroll 2
-    for (int r = warp, e = 0; r < rows; r += nwarps, ++e) {
-        const int rid = __shfl_sync(all, id, e);
-        const float l = __shfl_sync(all, L, e);
-        if (rid < 0) continue;
-        const float inv = l > 0.f ? 1.f / l : 0.f;
-        for (int x = lane * 4; x < d; x += 128) {
-            const float4 a = *reinterpret_cast<const float4 *>(st_o + r * ostride + x);
-            store4(static_cast<T *>(P.out) + (int64_t)rid * d + x, a.x * inv, a.y * inv, a.z * inv, a.w * inv);
-        }
-    }
-}
-
-/* Combines the per-warp states staged in shared memory (source i of CTA row r at
- * index i*rows_per_src + r; m in log2 units, l, o with row stride d+8) and writes
- * either the final output (nslots == 1) or this split's partial, over the CTA's first
- * nthreads threads (0: all of them). */
-template <typename T>
-__device__ void combine_and_emit(const attn_params_t &P, const cta_coord &c, const float *st_o,
-                                 const float *st_m, const float *st_l, int rows, int nsrc,
-                                 int rows_per_src, int d, int nthreads = 0)
-{
-    const int q4 = d / 4;
-    const int ostride = d + 8;
-    const int nt = nthreads ? nthreads : (int)blockDim.x; /* the threads taking part */
-    for (int idx = threadIdx.x; idx < rows * q4; idx += nt) {
-        int r = idx / q4, x = (idx - r * q4) * 4;
-        int stream, head;
-        if (!row_target(P, c, r, &stream, &head)) continue;
-        float M = -INFINITY;
-        for (int i = 0; i < nsrc; ++i) M = fmaxf(M, st_m[i * rows_per_src + r]);
-        float L = 0.f;
-        float4 acc = make_float4(0.f, 0.f, 0.f, 0.f);
-        if (M != -INFINITY) {
-            for (int i = 0; i < nsrc; ++i) {
-                int s = i * rows_per_src + r;
-                float w = exp2f(st_m[s] - M);
-                L += st_l[s] * w;
-                float4 o = *reinterpret_cast<const float4 *>(st_o + (int64_t)s * ostride + x);
-                acc.x += o.x * w; acc.y += o.y * w; acc.z += o.z * w; acc.w += o.w * w;
-            }
-        }
-        int64_t row_id = (int64_t)stream * P.heads + head;
-        if (P.nslots == 1) {
-            float inv = L > 0.f ? 1.f / L : 0.f;
-            store4((T *)P.out + row_id * d + x, acc.x * inv, acc.y * inv, acc.z * inv, acc.w * inv);
-        } else {
-            int64_t slot = row_id * P.nslots + P.slot_base + c.split;
-            *reinterpret_cast<float4 *>(P.ws_acc + slot * d + x) = acc;
-            if (x == 0) P.ws_ml[slot] = make_float2(M == -INFINITY ? -INFINITY : M * ATTN_LN2, L);
-        }
-    }
-    if (P.nslots == 1 || !P.counters) return;
-
-    /* Split-KV without a second launch: the last CTA of the (unit, head, row tile)
-     * to finish folds every split's partial of its rows (threadfence-reduction
-     * pattern; the counter is reset for the next launch, so the workspace needs
-     * zeroing only once). The verdict reaches the CTA through the barrier itself
-     * (__syncthreads_or): no static shared memory, which would shift the dynamic
-     * window off the 1 KiB alignment the wgmma body's swizzled tiles want. */
-    __threadfence();
-    __syncthreads();
-    int last_split = 0;
-    if (threadIdx.x == 0) {
-        unsigned int *ctr = P.counters + ((int64_t)c.unit * P.kv_heads + c.head) * P.row_tiles + c.row_tile;
-        last_split = atomicAdd(ctr, 1u) == (unsigned)(P.splits - 1);
-        if (last_split) atomicExch(ctr, 0u);
-    }
-    if (!__syncthreads_or(last_split)) return;
-    __threadfence();
-    const int row0 = c.row_tile * P.rows_per_cta;
-    tail_merge<T>(static_cast<T *>(P.out), P.ws_acc, P.ws_ml, P.nslots, d, min(rows, P.rows_per_unit - row0),
-                  row0, P.group, c.unit * P.streams_per_unit, c.head * P.group, P.heads);
-}
+/* combine_and_emit, fold_and_emit, tail_merge and the merge kernels. */
+#include "state_merge.cuh"
 
 /* ---------------------------------------------------------------- tensor-core body */
 
@@ -521,11 +346,216 @@ struct tc_shape {
     }
 };
 
-template <typename T, int D, int MT, bool KEYSPLIT, int ADDR, int ST = 0>
-__global__ void __launch_bounds__(ATTN_THREADS, (tc_shape<D, MT, KEYSPLIT, ST>::MINB))
-attn_tc_kernel(const attn_params_t P)
+/* The compile-time choices of one instantiation of the tensor-core body, on top of its
+ * shape: T, the head dim D, MT 16-row m tiles per warp, KEYSPLIT (the warps split each
+ * tile's keys and share the CTA's rows; else each warp holds 16 rows of its own), the
+ * address mode ADDR and the pipeline stages ST (0: the default of the head dim). */
+template <typename T_, int D_, int MT_, bool KEYSPLIT_, int ADDR_, int ST_ = 0>
+struct tc_traits {
+    typedef T_ T;
+    typedef tc_shape<D_, MT_, KEYSPLIT_, ST_> S;
+    static constexpr int D = D_, MT = MT_, ADDR = ADDR_;
+    static constexpr bool KEYSPLIT = KEYSPLIT_;
+    /* KEYSPLIT: Q's A fragments in registers for the whole loop where they fit
+     * (32 registers, under the cap of at most two CTAs per SM), and S in two
+     * accumulator chains up to d = 128 with one row tile. */
+    static constexpr bool QREG = KEYSPLIT && MT * D <= 128 && S::MINB <= 2;
+    static constexpr bool DUAL = KEYSPLIT && D <= 128 && MT == 1;
+};
+
+/* The steps of one tile of a warp, and its epilogue. A thread holds rows lane/4 (h = 0)
+ * and lane/4 + 8 (h = 1) of each m tile of its warp, keys key_base + 8n + 2*(lane%4) +
+ * {0,1}; s, o, m and l are its registers (the kernel's), passed by reference. */
+
+/* S = Q Kᵀ of the tile at kbuf: A = Q rows (row-major; from qa with QREG, else from
+ * shared memory at q_base), B = K rows read as a col-major k x n. KEYSPLIT keeps Q's A
+ * fragments in registers where they fit (QREG) and accumulates even and odd k steps in
+ * two chains added at the end (DUAL): one CTA per SM streams only as fast as this loop
+ * turns, so it is written for latency (half the dependent mma steps, no Q reloads). */
+template <typename Tr, int QM, int QK>
+__device__ __forceinline__ void tc_scores(float (&s)[Tr::MT][Tr::S::NT][4], const uint32_t (&qa)[QM][QK][4],
+                                          uint32_t q_base, uint32_t kbuf, int key_base, int row_base, int lane)
 {
-    typedef tc_shape<D, MT, KEYSPLIT, ST> S;
+    typedef typename Tr::S S;
+    constexpr int MT = Tr::MT, D = Tr::D;
+    float s2[MT][S::NT][4];
+#pragma unroll
+    for (int mt = 0; mt < MT; ++mt)
+#pragma unroll
+        for (int n = 0; n < S::NT; ++n)
+#pragma unroll
+            for (int e = 0; e < 4; ++e) s[mt][n][e] = s2[mt][n][e] = 0.f;
+#pragma unroll
+    for (int kk = 0; kk < D / 16; ++kk) {
+        uint32_t a[MT][4];
+#pragma unroll
+        for (int mt = 0; mt < MT; ++mt) {
+            if constexpr (Tr::QREG) {
+#pragma unroll
+                for (int i = 0; i < 4; ++i) a[mt][i] = qa[mt][kk][i];
+            } else {
+                ldmatrix_x4(a[mt], q_base + S::off(row_base + 16 * mt + (lane & 15), 2 * kk + (lane >> 4)));
+            }
+        }
+        auto &acc = (Tr::DUAL && (kk & 1)) ? s2 : s;
+#pragma unroll
+        for (int jp = 0; jp < S::NT / 2; ++jp) {
+            uint32_t b[4];
+            ldmatrix_x4(b, kbuf + S::off(key_base + 16 * jp + (lane & 7) + ((lane >> 4) << 3), 2 * kk + ((lane >> 3) & 1)));
+#pragma unroll
+            for (int mt = 0; mt < MT; ++mt) {
+                dt<typename Tr::T>::mma(acc[mt][2 * jp], a[mt], b[0], b[1]);
+                dt<typename Tr::T>::mma(acc[mt][2 * jp + 1], a[mt], b[2], b[3]);
+            }
+        }
+    }
+    if constexpr (Tr::DUAL) {
+#pragma unroll
+        for (int mt = 0; mt < MT; ++mt)
+#pragma unroll
+            for (int n = 0; n < S::NT; ++n)
+#pragma unroll
+                for (int e = 0; e < 4; ++e) s[mt][n][e] += s2[mt][n][e];
+    }
+}
+
+/* Online softmax of S (the tile's first nvalid keys valid) into P, in place, and O
+ * rescaled. l stays a per-thread partial sum (the row's 4 threads are summed at the
+ * end). The row max is taken on the raw logits (the scale is positive) and the scale
+ * folded into one FFMA per logit; only a partial tile pays for masking. */
+template <typename Tr>
+__device__ __forceinline__ void tc_softmax(const attn_params_t &P, float (&s)[Tr::MT][Tr::S::NT][4],
+                                           float (&o)[Tr::MT][Tr::D / 8][4], float (&m)[Tr::MT][2],
+                                           float (&l)[Tr::MT][2], int nvalid, int key_base, int lane)
+{
+    typedef typename Tr::S S;
+    constexpr int MT = Tr::MT, D = Tr::D;
+    if (nvalid < S::KT) {
+#pragma unroll
+        for (int mt = 0; mt < MT; ++mt)
+#pragma unroll
+            for (int n = 0; n < S::NT; ++n)
+#pragma unroll
+                for (int e = 0; e < 4; ++e)
+                    if (key_base + 8 * n + 2 * (lane & 3) + (e & 1) >= nvalid) s[mt][n][e] = -INFINITY;
+    }
+    float alpha[MT][2];
+    bool moved = false;
+#pragma unroll
+    for (int mt = 0; mt < MT; ++mt) {
+#pragma unroll
+        for (int h = 0; h < 2; ++h) {
+            float mx = -INFINITY;
+#pragma unroll
+            for (int n = 0; n < S::NT; ++n) mx = fmaxf(mx, fmaxf(s[mt][n][2 * h], s[mt][n][2 * h + 1]));
+            mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));
+            mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));
+            float m_new = fmaxf(m[mt][h], mx * P.scale_log2);
+            float m_use = m_new == -INFINITY ? 0.f : m_new; /* all masked: p = 0, no NaN */
+            alpha[mt][h] = fast_exp2(m[mt][h] - m_use);
+            moved |= alpha[mt][h] != 1.f;
+            m[mt][h] = m_new;
+            float sum = 0.f;
+#pragma unroll
+            for (int n = 0; n < S::NT; ++n)
+#pragma unroll
+                for (int e = 0; e < 2; ++e) {
+                    float p = fast_exp2(fmaf(s[mt][n][2 * h + e], P.scale_log2, -m_use));
+                    s[mt][n][2 * h + e] = p;
+                    sum += p;
+                }
+            l[mt][h] = l[mt][h] * alpha[mt][h] + sum;
+        }
+    }
+    /* O owes alpha only where a row's max moved; after the first tiles it
+     * rarely does, so a warp whose rows all kept theirs skips the multiplies. */
+    if (__any_sync(0xffffffffu, moved)) {
+#pragma unroll
+        for (int mt = 0; mt < MT; ++mt)
+#pragma unroll
+            for (int n = 0; n < D / 8; ++n) {
+                o[mt][n][0] *= alpha[mt][0];
+                o[mt][n][1] *= alpha[mt][0];
+                o[mt][n][2] *= alpha[mt][1];
+                o[mt][n][3] *= alpha[mt][1];
+            }
+    }
+}
+
+/* O += P V: P from the S accumulators as A fragments, V rows (at vbuf) via ldmatrix.trans. */
+template <typename Tr>
+__device__ __forceinline__ void tc_accumulate_pv(float (&o)[Tr::MT][Tr::D / 8][4], const float (&s)[Tr::MT][Tr::S::NT][4],
+                                                 uint32_t vbuf, int key_base, int lane)
+{
+    typedef typename Tr::S S;
+    typedef typename Tr::T T;
+    constexpr int MT = Tr::MT, D = Tr::D;
+#pragma unroll
+    for (int ks = 0; ks < S::KW / 16; ++ks) {
+        uint32_t pa[MT][4];
+#pragma unroll
+        for (int mt = 0; mt < MT; ++mt) {
+            pa[mt][0] = dt<T>::pack(s[mt][2 * ks][0], s[mt][2 * ks][1]);
+            pa[mt][1] = dt<T>::pack(s[mt][2 * ks][2], s[mt][2 * ks][3]);
+            pa[mt][2] = dt<T>::pack(s[mt][2 * ks + 1][0], s[mt][2 * ks + 1][1]);
+            pa[mt][3] = dt<T>::pack(s[mt][2 * ks + 1][2], s[mt][2 * ks + 1][3]);
+        }
+#pragma unroll
+        for (int db = 0; db < D / 16; ++db) {
+            uint32_t b[4];
+            ldmatrix_x4_trans(b, vbuf + S::off(key_base + 16 * ks + (lane & 7) + (((lane >> 3) & 1) << 3), 2 * db + (lane >> 4)));
+#pragma unroll
+            for (int mt = 0; mt < MT; ++mt) {
+                dt<T>::mma(o[mt][2 * db], pa[mt], b[0], b[1]);
+                dt<T>::mma(o[mt][2 * db + 1], pa[mt], b[2], b[3]);
+            }
+        }
+    }
+}
+
+/* The epilogue: every warp's (m, l, O) staged in the drained pipeline buffers (pipe),
+ * then combined and written (combine_and_emit). */
+template <typename Tr>
+__device__ __forceinline__ void tc_epilogue(const attn_params_t &P, const cta_coord &c, unsigned char *pipe,
+                                            const float (&o)[Tr::MT][Tr::D / 8][4], const float (&m)[Tr::MT][2],
+                                            const float (&l)[Tr::MT][2], int warp, int lane)
+{
+    typedef typename Tr::S S;
+    constexpr int MT = Tr::MT, D = Tr::D;
+    cp_async_wait<0>();
+    __syncthreads();
+    float *st_o = reinterpret_cast<float *>(pipe);
+    float *st_m = st_o + S::NW * S::RPW * (D + 8);
+    float *st_l = st_m + S::NW * S::RPW;
+#pragma unroll
+    for (int mt = 0; mt < MT; ++mt)
+#pragma unroll
+        for (int h = 0; h < 2; ++h) {
+            float lsum = l[mt][h];
+            lsum += __shfl_xor_sync(0xffffffffu, lsum, 1);
+            lsum += __shfl_xor_sync(0xffffffffu, lsum, 2);
+            int row = warp * S::RPW + 16 * mt + (lane >> 2) + 8 * h;
+            if ((lane & 3) == 0) { st_m[row] = m[mt][h]; st_l[row] = lsum; }
+#pragma unroll
+            for (int n = 0; n < D / 8; ++n)
+                *reinterpret_cast<float2 *>(st_o + row * (D + 8) + 8 * n + 2 * (lane & 3)) =
+                    make_float2(o[mt][n][2 * h], o[mt][n][2 * h + 1]);
+        }
+    __syncthreads();
+    /* KEYSPLIT: CTA row r lives in every warp at warp*RPW + r. ROWSPLIT: only in its
+     * own warp, at index r (RPW = 16 there). */
+    combine_and_emit<typename Tr::T>(P, c, st_o, st_m, st_l, S::ROWS, Tr::KEYSPLIT ? S::NW : 1, S::RPW, D);
+}
+
+/* The tensor-core body of one instantiation Tr (tc_traits): the ring of K/V tiles
+ * through shared memory, and per tile the warp's tc_scores, tc_softmax and
+ * tc_accumulate_pv, then tc_epilogue. */
+template <typename Tr>
+__global__ void __launch_bounds__(ATTN_THREADS, (Tr::S::MINB)) attn_tc_kernel(const attn_params_t P)
+{
+    typedef typename Tr::T T;
+    typedef typename Tr::S S;
+    constexpr int D = Tr::D, MT = Tr::MT, ADDR = Tr::ADDR;
     extern __shared__ __align__(128) unsigned char smem[];
     unsigned char *pipe = smem;
     unsigned char *q_s = smem + S::REGION_BYTES;
@@ -557,6 +587,7 @@ attn_tc_kernel(const attn_params_t P)
      * bodies have no registers to spare.) */
     const bool affine = D <= 128 && (ADDR == ADDR_CTX || (ADDR != ADDR_PAGED && !P.indirection));
     const T *kv0 = affine && ntiles > 0 ? kv + kv_row<ADDR>(P, c.unit, c.head, c.k_lo) : kv;
+    /* tile j's K and V rows into its stage */
     auto load_tile = [&](int j) {
         const uint32_t ks = smem_addr(pipe + (j % S::STAGES) * 2 * S::TILE_BYTES), vs = ks + S::TILE_BYTES;
         if (affine) {
@@ -616,8 +647,7 @@ attn_tc_kernel(const attn_params_t P)
     for (int i = tid; i < S::ROWS * S::NCH; i += ATTN_THREADS) {
         int r = i / S::NCH, ch = i - r * S::NCH, stream = 0, head = 0;
         bool ok = row_target(P, c, r, &stream, &head);
-        const T *src = static_cast<const T *>(P.q) +
-                       (ok ? ((int64_t)stream * P.heads + head) * D + ch * 8 : 0);
+        const T *src = static_cast<const T *>(P.q) + (ok ? ((int64_t)stream * P.heads + head) * D + ch * 8 : 0);
         cp_async16(smem_addr(q_s + S::off(r, ch)), src, ok ? 16 : 0);
     }
     __syncthreads();
@@ -627,17 +657,11 @@ attn_tc_kernel(const attn_params_t P)
         cp_async_commit();
     }
 
-    const int key_base = KEYSPLIT ? warp * S::KW : 0;
-    const int row_base = KEYSPLIT ? 0 : warp * 16;
+    const int key_base = Tr::KEYSPLIT ? warp * S::KW : 0;
+    const int row_base = Tr::KEYSPLIT ? 0 : warp * 16;
     const bool warp_has_rows = c.row_tile * P.rows_per_cta + row_base < P.rows_per_unit;
     const uint32_t q_base = smem_addr(q_s);
-    /* KEYSPLIT: Q's A fragments in registers for the whole loop where they fit
-     * (32 registers, under the cap of at most two CTAs per SM), and S in two
-     * accumulator chains up to d = 128 with one row tile. */
-    constexpr bool QREG = KEYSPLIT && MT * D <= 128 && S::MINB <= 2;
-    constexpr bool DUAL = KEYSPLIT && D <= 128 && MT == 1;
-    uint32_t qa[QREG ? MT : 1][QREG ? D / 16 : 1][4];
-
+    uint32_t qa[Tr::QREG ? MT : 1][Tr::QREG ? D / 16 : 1][4];
     float o[MT][D / 8][4];
     float m[MT][2], l[MT][2];
 #pragma unroll
@@ -652,7 +676,7 @@ attn_tc_kernel(const attn_params_t P)
 
     for (int t = 0; t < ntiles; ++t) {
         cp_async_wait<S::STAGES - 2>();
-        __syncthreads();   /* tile t visible to all; tile t-1's buffer free */
+        __syncthreads(); /* tile t visible to all; tile t-1's buffer free */
         if (t + S::STAGES - 1 < ntiles) load_tile(t + S::STAGES - 1);
         cp_async_commit();
         /* Next ring entry: its load issued now, its offset computed and stored after the
@@ -661,7 +685,7 @@ attn_tc_kernel(const attn_params_t P)
         const int next_ref = fetch ? tile_row_ref(t + S::STAGES, tid) : 0;
 
         const int nvalid = min(S::KT, c.k_hi - (c.k_lo + t * S::KT));
-        if constexpr (QREG) {
+        if constexpr (Tr::QREG) {
             if (t == 0) /* Q landed with tile 0 */
 #pragma unroll
                 for (int mt = 0; mt < MT; ++mt)
@@ -672,159 +696,14 @@ attn_tc_kernel(const attn_params_t P)
         if (key_base < nvalid && warp_has_rows) {
             const uint32_t kbuf = smem_addr(pipe + (t % S::STAGES) * 2 * S::TILE_BYTES);
             const uint32_t vbuf = kbuf + S::TILE_BYTES;
-            /* S = Q Kᵀ: A = Q rows (row-major), B = K rows read as a col-major k x n.
-             * KEYSPLIT keeps Q's A fragments in registers where they fit (QREG) and
-             * accumulates even and odd k steps in two chains added at the end: one
-             * CTA per SM streams only as fast as this loop turns, so it is written
-             * for latency (half the dependent mma steps, no Q reloads). */
-            float s[MT][S::NT][4], s2[MT][S::NT][4];
-#pragma unroll
-            for (int mt = 0; mt < MT; ++mt)
-#pragma unroll
-                for (int n = 0; n < S::NT; ++n)
-#pragma unroll
-                    for (int e = 0; e < 4; ++e) s[mt][n][e] = s2[mt][n][e] = 0.f;
-#pragma unroll
-            for (int kk = 0; kk < D / 16; ++kk) {
-                uint32_t a[MT][4];
-#pragma unroll
-                for (int mt = 0; mt < MT; ++mt) {
-                    if constexpr (QREG) {
-#pragma unroll
-                        for (int i = 0; i < 4; ++i) a[mt][i] = qa[mt][kk][i];
-                    } else {
-                        ldmatrix_x4(a[mt], q_base + S::off(row_base + 16 * mt + (lane & 15), 2 * kk + (lane >> 4)));
-                    }
-                }
-                auto &acc = (DUAL && (kk & 1)) ? s2 : s;
-#pragma unroll
-                for (int jp = 0; jp < S::NT / 2; ++jp) {
-                    uint32_t b[4];
-                    ldmatrix_x4(b, kbuf + S::off(key_base + 16 * jp + (lane & 7) + ((lane >> 4) << 3),
-                                                 2 * kk + ((lane >> 3) & 1)));
-#pragma unroll
-                    for (int mt = 0; mt < MT; ++mt) {
-                        dt<T>::mma(acc[mt][2 * jp], a[mt], b[0], b[1]);
-                        dt<T>::mma(acc[mt][2 * jp + 1], a[mt], b[2], b[3]);
-                    }
-                }
-            }
-            if constexpr (DUAL) {
-#pragma unroll
-                for (int mt = 0; mt < MT; ++mt)
-#pragma unroll
-                    for (int n = 0; n < S::NT; ++n)
-#pragma unroll
-                        for (int e = 0; e < 4; ++e) s[mt][n][e] += s2[mt][n][e];
-            }
-
-            /* Online softmax; thread holds rows lane/4 (h=0) and lane/4+8 (h=1) of each
-             * m tile, keys 8n + 2*(lane%4) + {0,1}. l stays a per-thread partial sum
-             * (the row's 4 threads are summed at the end). The row max is taken on the
-             * raw logits (the scale is positive) and the scale folded into one FFMA per
-             * logit; only a partial tile pays for masking. */
-            if (nvalid < S::KT) {
-#pragma unroll
-                for (int mt = 0; mt < MT; ++mt)
-#pragma unroll
-                    for (int n = 0; n < S::NT; ++n)
-#pragma unroll
-                        for (int e = 0; e < 4; ++e)
-                            if (key_base + 8 * n + 2 * (lane & 3) + (e & 1) >= nvalid) s[mt][n][e] = -INFINITY;
-            }
-            float alpha[MT][2];
-            bool moved = false;
-#pragma unroll
-            for (int mt = 0; mt < MT; ++mt) {
-#pragma unroll
-                for (int h = 0; h < 2; ++h) {
-                    float mx = -INFINITY;
-#pragma unroll
-                    for (int n = 0; n < S::NT; ++n) mx = fmaxf(mx, fmaxf(s[mt][n][2 * h], s[mt][n][2 * h + 1]));
-                    mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));
-                    mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));
-                    float m_new = fmaxf(m[mt][h], mx * P.scale_log2);
-                    float m_use = m_new == -INFINITY ? 0.f : m_new;   /* all masked: p = 0, no NaN */
-                    alpha[mt][h] = fast_exp2(m[mt][h] - m_use);
-                    moved |= alpha[mt][h] != 1.f;
-                    m[mt][h] = m_new;
-                    float sum = 0.f;
-#pragma unroll
-                    for (int n = 0; n < S::NT; ++n)
-#pragma unroll
-                        for (int e = 0; e < 2; ++e) {
-                            float p = fast_exp2(fmaf(s[mt][n][2 * h + e], P.scale_log2, -m_use));
-                            s[mt][n][2 * h + e] = p;
-                            sum += p;
-                        }
-                    l[mt][h] = l[mt][h] * alpha[mt][h] + sum;
-                }
-            }
-            /* O owes alpha only where a row's max moved; after the first tiles it
-             * rarely does, so a warp whose rows all kept theirs skips the multiplies. */
-            if (__any_sync(0xffffffffu, moved)) {
-#pragma unroll
-                for (int mt = 0; mt < MT; ++mt)
-#pragma unroll
-                    for (int n = 0; n < D / 8; ++n) {
-                        o[mt][n][0] *= alpha[mt][0];
-                        o[mt][n][1] *= alpha[mt][0];
-                        o[mt][n][2] *= alpha[mt][1];
-                        o[mt][n][3] *= alpha[mt][1];
-                    }
-            }
-
-            /* O += P V: P from the S accumulators as A fragments, V rows via ldmatrix.trans. */
-#pragma unroll
-            for (int ks = 0; ks < S::KW / 16; ++ks) {
-                uint32_t pa[MT][4];
-#pragma unroll
-                for (int mt = 0; mt < MT; ++mt) {
-                    pa[mt][0] = dt<T>::pack(s[mt][2 * ks][0], s[mt][2 * ks][1]);
-                    pa[mt][1] = dt<T>::pack(s[mt][2 * ks][2], s[mt][2 * ks][3]);
-                    pa[mt][2] = dt<T>::pack(s[mt][2 * ks + 1][0], s[mt][2 * ks + 1][1]);
-                    pa[mt][3] = dt<T>::pack(s[mt][2 * ks + 1][2], s[mt][2 * ks + 1][3]);
-                }
-#pragma unroll
-                for (int db = 0; db < D / 16; ++db) {
-                    uint32_t b[4];
-                    ldmatrix_x4_trans(b, vbuf + S::off(key_base + 16 * ks + (lane & 7) + (((lane >> 3) & 1) << 3),
-                                                       2 * db + (lane >> 4)));
-#pragma unroll
-                    for (int mt = 0; mt < MT; ++mt) {
-                        dt<T>::mma(o[mt][2 * db], pa[mt], b[0], b[1]);
-                        dt<T>::mma(o[mt][2 * db + 1], pa[mt], b[2], b[3]);
-                    }
-                }
-            }
+            float s[MT][S::NT][4];
+            tc_scores<Tr>(s, qa, q_base, kbuf, key_base, row_base, lane);
+            tc_softmax<Tr>(P, s, o, m, l, nvalid, key_base, lane);
+            tc_accumulate_pv<Tr>(o, s, vbuf, key_base, lane);
         }
         if (fetch) off_ring[((t + S::STAGES) % S::STAGES) * S::KT + tid] = tile_row_index(t + S::STAGES, tid, next_ref);
     }
-
-    /* Stage every warp's (m, l, O) in the drained pipeline buffers and combine. */
-    cp_async_wait<0>();
-    __syncthreads();
-    float *st_o = reinterpret_cast<float *>(pipe);
-    float *st_m = st_o + S::NW * S::RPW * (D + 8);
-    float *st_l = st_m + S::NW * S::RPW;
-#pragma unroll
-    for (int mt = 0; mt < MT; ++mt)
-#pragma unroll
-        for (int h = 0; h < 2; ++h) {
-            float lsum = l[mt][h];
-            lsum += __shfl_xor_sync(0xffffffffu, lsum, 1);
-            lsum += __shfl_xor_sync(0xffffffffu, lsum, 2);
-            int row = warp * S::RPW + 16 * mt + (lane >> 2) + 8 * h;
-            if ((lane & 3) == 0) { st_m[row] = m[mt][h]; st_l[row] = lsum; }
-#pragma unroll
-            for (int n = 0; n < D / 8; ++n)
-                *reinterpret_cast<float2 *>(st_o + row * (D + 8) + 8 * n + 2 * (lane & 3)) =
-                    make_float2(o[mt][n][2 * h], o[mt][n][2 * h + 1]);
-        }
-    __syncthreads();
-    /* KEYSPLIT: CTA row r lives in every warp at warp*RPW + r. ROWSPLIT: only in its
-     * own warp, at index r (RPW = 16 there). */
-    combine_and_emit<T>(P, c, st_o, st_m, st_l, S::ROWS, KEYSPLIT ? S::NW : 1, S::RPW, D);
+    tc_epilogue<Tr>(P, c, pipe, o, m, l, warp, lane);
 }
 
 /* ---------------------------------------------------------------- CUDA-core body */
@@ -927,164 +806,6 @@ __global__ void __launch_bounds__(ATTN_THREADS, ATTN_CC_MINB) attn_cc_kernel(con
     combine_and_emit<T>(P, c, st_o, st_m, st_l, R, ATTN_WARPS, R, d);
 }
 
-/* ---------------------------------------------------------------- merge */
-
-/* Folds the nslots partials of each (stream, query head) row and writes the normalised
- * output (lse_fold, split_plan.h, with the slots spread over lanes and warps). A row of
- * more than MERGE_FEW_MAX slots takes a CTA of four warps, each folding every fourth
- * slot, MERGE_BATCH of them a round: a round's (m, l) (a lane each) and accumulators
- * (16-byte loads) are loaded at once, then folded into the warp's running (M, L, acc),
- * rescaled by exp(M_old - M_new); the four warps' states are combined through shared
- * memory. A row of up to 4 * MERGE_BATCH slots (a context in 32 splits and a decode
- * tile) is one round trip, where the two-pass form before it read every slot's max
- * before any accumulator: on an H100 `fused` MQA W = 1 took 24.8 -> 20.6 us at 32k (103
- * slots), 17.4 -> 15.5 at 8k (26), `bifurcated` 26.3 -> 23.8 at 32k (65;
- * results/h100/merge-rounds/). Rows of fewer slots take attn_merge_few_kernel, a warp per
- * row. d is a multiple of 8, at most 256. */
-#define MERGE_FEW_MAX 15 /* the most slots attn_merge_few_kernel takes (attn_launch_merge) */
-#define MERGE_WARPS 4
-#define MERGE_BATCH 8
-#define MERGE_MAX_D 256
-__device__ __forceinline__ void axpy4(float4 &a, float w, const float4 &v)
-{
-    a.x += w * v.x;
-    a.y += w * v.y;
-    a.z += w * v.z;
-    a.w += w * v.w;
-}
-/* One round of the merge's fold: up to B slots, lane b holding slot b's (m, l) in v (a
- * slot past the row's, or without keys, as (-inf, 0)) and every lane its share of each
- * slot's accumulator in part[b], folded into the warp's running (M, L, acc), which are
- * rescaled by exp(M_old - M_new). Both merge kernels fold through it. */
-template <int B, int VPL>
-__device__ __forceinline__ void merge_round(float2 v, const float4 (&part)[B][VPL], float &M, float &L, float4 (&acc)[VPL])
-{
-    float Mn = fmaxf(M, v.x);
-#pragma unroll
-    for (int o = 16; o > 0; o >>= 1) Mn = fmaxf(Mn, __shfl_xor_sync(0xffffffffu, Mn, o));
-    if (Mn == -INFINITY) return; /* no keys in any slot yet (the same in the whole warp) */
-    const float scale = M == -INFINITY ? 0.f : expf(M - Mn);
-    const float w_lane = v.x == -INFINITY ? 0.f : expf(v.x - Mn); /* the weight of slot b = lane */
-    float l = v.y * w_lane;
-#pragma unroll
-    for (int o = 16; o > 0; o >>= 1) l += __shfl_xor_sync(0xffffffffu, l, o);
-    L = L * scale + l;
-#pragma unroll
-    for (int i = 0; i < VPL; ++i) {
-        acc[i].x *= scale;
-        acc[i].y *= scale;
-        acc[i].z *= scale;
-        acc[i].w *= scale;
-    }
-#pragma unroll
-    for (int b = 0; b < B; ++b) {
-        const float w = __shfl_sync(0xffffffffu, w_lane, b);
-        if (w == 0.f) continue;
-#pragma unroll
-        for (int i = 0; i < VPL; ++i) axpy4(acc[i], w, part[b][i]);
-    }
-    M = Mn;
-}
-template <typename T>
-__global__ void __launch_bounds__(32 * MERGE_WARPS) attn_merge_kernel(const float *ws_acc, const float2 *ws_ml, T *out,
-                                                                      int nslots, int d)
-{
-    enum { VPL = MERGE_MAX_D / 128 }; /* float4s per lane */
-    __shared__ __align__(16) float part_acc[MERGE_WARPS][MERGE_MAX_D];
-    __shared__ float2 part_ml[MERGE_WARPS];
-    attn_grid_dependency_wait();
-    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
-    const int64_t row = blockIdx.x;
-    float M = -INFINITY, L = 0.f;
-    float4 acc[VPL];
-#pragma unroll
-    for (int i = 0; i < VPL; ++i) acc[i] = make_float4(0.f, 0.f, 0.f, 0.f);
-    for (int s0 = warp; s0 < nslots; s0 += MERGE_WARPS * MERGE_BATCH) {
-        /* this round's slots s0 + MERGE_WARPS * b, b < MERGE_BATCH; lane b holds slot b's (m, l) */
-        const int sl = s0 + MERGE_WARPS * lane;
-        const float2 v = lane < MERGE_BATCH && sl < nslots ? __ldcg(&ws_ml[row * nslots + sl])
-                                                           : make_float2(-INFINITY, 0.f);
-        float4 part[MERGE_BATCH][VPL];
-#pragma unroll
-        for (int b = 0; b < MERGE_BATCH; ++b)
-#pragma unroll
-            for (int i = 0; i < VPL; ++i) {
-                const int s = s0 + MERGE_WARPS * b, x = 4 * lane + 128 * i;
-                part[b][i] = s < nslots && x < d
-                                 ? __ldcg(reinterpret_cast<const float4 *>(ws_acc + (row * nslots + s) * d + x))
-                                 : make_float4(0.f, 0.f, 0.f, 0.f);
-            }
-        merge_round(v, part, M, L, acc);
-    }
-#pragma unroll
-    for (int i = 0; i < VPL; ++i) {
-        const int x = 4 * lane + 128 * i;
-        if (x < d) *reinterpret_cast<float4 *>(&part_acc[warp][x]) = acc[i];
-    }
-    if (lane == 0) part_ml[warp] = make_float2(M, L);
-    __syncthreads();
-    if (warp != 0) return;
-    float Mt = -INFINITY;
-#pragma unroll
-    for (int j = 0; j < MERGE_WARPS; ++j) Mt = fmaxf(Mt, part_ml[j].x);
-    float c[MERGE_WARPS], Lt = 0.f;
-#pragma unroll
-    for (int j = 0; j < MERGE_WARPS; ++j) {
-        c[j] = part_ml[j].x == -INFINITY ? 0.f : expf(part_ml[j].x - Mt);
-        Lt += c[j] * part_ml[j].y;
-    }
-    const float inv = Lt > 0.f ? 1.f / Lt : 0.f;
-#pragma unroll
-    for (int i = 0; i < VPL; ++i) {
-        const int x = 4 * lane + 128 * i;
-        if (x >= d) continue;
-        float4 o = make_float4(0.f, 0.f, 0.f, 0.f);
-#pragma unroll
-        for (int j = 0; j < MERGE_WARPS; ++j)
-            if (c[j] != 0.f) axpy4(o, c[j], *reinterpret_cast<const float4 *>(&part_acc[j][x]));
-        store4(out + row * d + x, o.x * inv, o.y * inv, o.z * inv, o.w * inv);
-    }
-}
-
-/* A row of at most MERGE_FEW_MAX slots (the common case: a split or two of the context
- * and a decode tile or two), one warp per row and MERGE_WARPS rows per CTA: every load
- * of the row at once, its slots' (m, l) one per lane and their accumulators, folded in
- * one round (merge_round) after one round trip (attn_merge_kernel's CTA per row would leave three of its four
- * warps a slot or two each). A kernel of its own, so that its registers, a float4 per
- * slot and per VPL (d <= 128 * VPL), leave attn_merge_kernel's occupancy as it was. */
-template <typename T, int VPL>
-__global__ void __launch_bounds__(32 * MERGE_WARPS) attn_merge_few_kernel(const float *ws_acc, const float2 *ws_ml, T *out,
-                                                             int64_t rows, int nslots, int d)
-{
-    constexpr int SLOTS = MERGE_FEW_MAX;
-    static_assert(SLOTS <= 32, "a slot's (m, l) per lane");
-    attn_grid_dependency_wait();
-    const int lane = threadIdx.x & 31;
-    const int64_t row = (int64_t)blockIdx.x * MERGE_WARPS + (threadIdx.x >> 5);
-    if (row >= rows) return;
-    const float2 v = lane < nslots ? __ldcg(&ws_ml[row * nslots + lane]) : make_float2(-INFINITY, 0.f);
-    float4 part[SLOTS][VPL];
-#pragma unroll
-    for (int s = 0; s < SLOTS; ++s)
-#pragma unroll
-        for (int i = 0; i < VPL; ++i) {
-            const int x = 4 * lane + 128 * i;
-            part[s][i] = s < nslots && x < d ? __ldcg(reinterpret_cast<const float4 *>(ws_acc + (row * nslots + s) * d + x))
-                                             : make_float4(0.f, 0.f, 0.f, 0.f);
-        }
-    float M = -INFINITY, L = 0.f;
-    float4 acc[VPL];
-#pragma unroll
-    for (int i = 0; i < VPL; ++i) acc[i] = make_float4(0.f, 0.f, 0.f, 0.f);
-    merge_round(v, part, M, L, acc);
-    const float inv = L > 0.f ? 1.f / L : 0.f;
-#pragma unroll
-    for (int i = 0; i < VPL; ++i) {
-        const int x = 4 * lane + 128 * i;
-        if (x < d) store4(out + row * d + x, acc[i].x * inv, acc[i].y * inv, acc[i].z * inv, acc[i].w * inv);
-    }
-}
-
 /* ---------------------------------------------------------------- host side */
 
 /* What the bodies of this core run; both kernels built on it share the rule (the run
@@ -1127,11 +848,9 @@ static inline int attn_rows_per_cta(const problem_t *p, bool keysplit)
  *    and its ranges are short: gen keys per stream);
  *  - deep: four stages (three tiles in flight instead of two), for a grid that
  *    holds at most one CTA per SM (fused's split grids are planned so, for tiles of
- *    up to 16 rows), where nothing else needs the SM's shared memory. H200
- *    (results/h200/multiblock.csv against the three-stage run before it, and
- *    results/h200/deep-ring/ on one machine): four stages took 4-5% off grids of
- *    32 CTAs and about 1% off split grids of 128; six took 1-2% more off the
- *    former but added 1.5-3% on the latter. */
+ *    up to 16 rows), where nothing else needs the SM's shared memory. Against
+ *    three stages, four pay most on small grids and a little on split grids; six
+ *    pay more on the former but cost on the latter. */
 enum { ATTN_RING_DEFAULT = 0, ATTN_RING_LEAN = 1, ATTN_RING_DEEP = 2 };
 #define ATTN_LEAN_STAGES 2
 #ifndef ATTN_DEEP_STAGES

@@ -5,15 +5,15 @@
  * The decode part is bound by memory and short per (stream, kv head): gen keys. The
  * KEYSPLIT body (attn_core.cuh) spends most of a CTA's life in serial steps (Q, the
  * tiles through shared memory, the math on 16-row tiles of which one row is a
- * query, a staged cross-warp merge): about 31 GB/s per SM however many SMs it has
- * (H200, results/h200/probe-partition/), so SMs given to it return little. This
+ * query, a staged cross-warp merge): about 31 GB/s per SM on an H200 however many
+ * SMs it has, so SMs given to it return little. This
  * body holds no shared memory and no barrier: each warp takes one (stream, kv head,
  * split) alone, loads its K and V rows straight into registers with 16-byte loads,
  * every load of a batch in flight before the first is used, and does the math on
  * CUDA cores; eight 64-thread CTAs fit on an SM. It streams about 45 GB/s per SM.
  * Persistent bodies with a shared-memory ring per warp (cp.async or cp.async.bulk,
- * the math on CUDA cores or on tensor cores) came to about 4.3 GB/s per warp, at
- * most 34 GB/s per SM (results/h200/stream-mma/): what binds a warp is its own
+ * the math on CUDA cores or on tensor cores) come to about 4.3 GB/s per warp, at
+ * most 34 GB/s per SM: what binds a warp is its own
  * chain from tile to tile, so the SM's rate follows the warps it holds.
  *
  * Warp layout (d = 128): a K or V row is 16 lanes x 8 elements; the two half-warps

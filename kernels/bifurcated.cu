@@ -47,7 +47,7 @@ extern "C" const attn_kernel_t kernel_bifurcated;
 template <typename T, int D>
 static attn_kernel_fn ctx_fn_d(int addr)
 {
-    return addr == ADDR_PAGED ? attn_tc_kernel<T, D, 1, false, ADDR_PAGED> : attn_tc_kernel<T, D, 1, false, ADDR_CTX>;
+    return addr == ADDR_PAGED ? attn_tc_kernel<tc_traits<T, D, 1, false, ADDR_PAGED>> : attn_tc_kernel<tc_traits<T, D, 1, false, ADDR_CTX>>;
 }
 
 template <typename T>
@@ -93,10 +93,8 @@ static double bif_dec_read_us(const problem_t *p, const device_info_t *dev)
 /* The wgmma body takes the context part on Hopper at d = 128, whatever W*p. Below
  * 64 rows its warpgroup computes padding, as the 64-row ROWSPLIT (mma.sync) body
  * does, and its TMA-fed pipeline still wins, with the side stream and merge launch
- * it brings: against the body chosen before (wgmma from W*p = 64, or 32 on 50 us of
- * context reads), alternated twice, every row of W*p = 1-63 probed ran 2-26% faster
- * on an H100, and all but five 1-28% faster on an H200, those five (MHA at 32k,
- * W = 1-8) within 1.2% (results/h100/half-tile/). */
+ * it brings, on every row of W*p = 1-63 but a few at long contexts, where the two are
+ * about even. */
 static bool bif_wgmma_fits(const problem_t *p, const device_info_t *dev)
 {
     return dev && dev->cc == 90 && attn_tc_path(p) && p->head_dim == WG_D;
@@ -132,20 +130,20 @@ typedef void (*wgmma_ctx_fn)(const attn_params_t, const CUtensorMap, const CUten
 template <typename T>
 static wgmma_ctx_fn wgmma_fn_t(int addr, bool tma, bool wide, bool persist, bool dec, bool copier)
 {
-    if (addr == ADDR_PAGED && !tma) return attn_wgmma_ctx_kernel<T, ADDR_PAGED, false>;
+    if (addr == ADDR_PAGED && !tma) return attn_wgmma_ctx_kernel<wg_traits<T, ADDR_PAGED, false>>;
     if (addr == ADDR_PAGED && wide && dec && copier)
-        return attn_wgmma_ctx_kernel<T, ADDR_PAGED, true, WG_KT_WIDE, false, true, true>;
+        return attn_wgmma_ctx_kernel<wg_traits<T, ADDR_PAGED, true, WG_KT_WIDE, false, true, true>>;
     if (addr == ADDR_PAGED && wide)
-        return dec ? attn_wgmma_ctx_kernel<T, ADDR_PAGED, true, WG_KT_WIDE, false, true>
-                   : attn_wgmma_ctx_kernel<T, ADDR_PAGED, true, WG_KT_WIDE>;
-    if (addr == ADDR_PAGED) return attn_wgmma_ctx_kernel<T, ADDR_PAGED, true>;
+        return dec ? attn_wgmma_ctx_kernel<wg_traits<T, ADDR_PAGED, true, WG_KT_WIDE, false, true>>
+                   : attn_wgmma_ctx_kernel<wg_traits<T, ADDR_PAGED, true, WG_KT_WIDE>>;
+    if (addr == ADDR_PAGED) return attn_wgmma_ctx_kernel<wg_traits<T, ADDR_PAGED, true>>;
     if (persist)
-        return wide ? attn_wgmma_ctx_kernel<T, ADDR_CTX, true, WG_KT_WIDE, true>
-                    : attn_wgmma_ctx_kernel<T, ADDR_CTX, true, WG_KT, true>;
+        return wide ? attn_wgmma_ctx_kernel<wg_traits<T, ADDR_CTX, true, WG_KT_WIDE, true>>
+                    : attn_wgmma_ctx_kernel<wg_traits<T, ADDR_CTX, true, WG_KT, true>>;
     if (wide)
-        return dec ? attn_wgmma_ctx_kernel<T, ADDR_CTX, true, WG_KT_WIDE, false, true>
-                   : attn_wgmma_ctx_kernel<T, ADDR_CTX, true, WG_KT_WIDE>;
-    return attn_wgmma_ctx_kernel<T, ADDR_CTX, true>;
+        return dec ? attn_wgmma_ctx_kernel<wg_traits<T, ADDR_CTX, true, WG_KT_WIDE, false, true>>
+                   : attn_wgmma_ctx_kernel<wg_traits<T, ADDR_CTX, true, WG_KT_WIDE>>;
+    return attn_wgmma_ctx_kernel<wg_traits<T, ADDR_CTX, true>>;
 }
 static wgmma_ctx_fn wgmma_pick(const problem_t *p, const attn_plan_t *plan)
 {
@@ -192,7 +190,7 @@ static int bif_dec_row_tiles(const problem_t *p)
 }
 
 /* The wide body streams the decode part itself, in a warpgroup of its own beside the
- * context part (attn_wgmma_ctx_kernel: decode tiles), so that the decode part's
+ * context part (wg_decode_warpgroup), so that the decode part's
  * DRAM traffic runs under the context part's tensor-core work; beside the wide CTA,
  * which holds the whole SM, a decode CTA found room only as context CTAs finished.
  * It takes a stream's queries as one 8-row group of its tile (p of 1, 2, 4 or 8) and
@@ -206,17 +204,13 @@ static bool bif_dec_streamable(const problem_t *p)
 
 /* Wide (128-key) tiles take the whole SM. Where the wide body streams the decode part
  * itself (bif_dec_streamable) they pay off once the W*p rows fill both warpgroups of a
- * CTA: H200, results/h200/dec-in-cta/ (wide against the 64-key body with the decode
- * part beside it), g = 8 at 8k and 16k, W = 64-256, 5-15% faster, g = 32 at 8k,
- * W = 256, 11%; g = 32, W = 64 (one warpgroup idle) at 16k, 6% slower. Elsewhere the decode part runs
- * on the SMs the context grid leaves and frees, and wide tiles pay off where the decode
- * part is small next to the context part's tensor-core time, and wherever that time is
- * large, whatever the decode part: a lean decode CTA beside a 64-key context CTA
- * overlapped little with it, and the 64-key body's slower tensor-core work cost more
- * (H200, results/h200/probe-bifurcated/parts.csv: g = 32, W = 1024, 8k, with 2.1 GB of
- * decode traffic and 160 us of context work, 812 us against 886 us; with a small
- * context part, at a decode share of 0.74, wide tiles were 14% slower with 10 us of
- * context work). */
+ * CTA (with one warpgroup idle, the 64-key body with the decode part beside it is
+ * faster). Elsewhere the decode part runs on the SMs the context grid leaves and
+ * frees, and wide tiles pay off where the decode part is small next to the context
+ * part's tensor-core time, and wherever that time is large, whatever the decode part:
+ * a lean decode CTA beside a 64-key context CTA overlaps little with it, and the
+ * 64-key body's slower tensor-core work costs more. With a small context part and a
+ * large decode part the 64-key body is faster. */
 #define BIF_WIDE_MAX_DECODE_SHARE 0.25
 #define BIF_WIDE_LARGE_CONTEXT_US 50.0
 static bool bif_wide_fits(const problem_t *p, const device_info_t *dev)
@@ -248,7 +242,7 @@ static bif_splits_t bif_resolve(const problem_t *p, const attn_plan_t *plan)
 
 /* Where the 128-key body streams the decode part and the context is one split, each
  * context CTA holds every partial of its rows and writes their output itself
- * (attn_wgmma_ctx_kernel's epilogue): no merge launch, and the context's partial never
+ * (wg_item::epilogue): no merge launch, and the context's partial never
  * reaches the workspace. */
 static bool bif_folds_in_cta(const problem_t *p, const attn_plan_t *plan)
 {
@@ -265,19 +259,17 @@ static kv_layout_t bif_layout(const problem_t *p)
  * its items while the decode part streams on the others, in the register-streaming
  * body (attn_stream.cuh), and on all of them once the context part is done. On
  * the whole GPU the two parts take about their sum: a decode CTA fits beside a
- * 128-key context CTA in no resource, and beside a 64-key one it overlapped little
- * (results/h200/probe-bifurcated/parts.csv). The split pays where the decode part
+ * 128-key context CTA in no resource, and beside a 64-key one it overlaps little.
+ * The split pays where the decode part
  * is large next to the context part's tensor-core work: an SM of the streaming
  * body moves BIF_STREAM_SM_RATE times its even share of the measured bandwidth
  * (the KEYSPLIT body only about its share, so larger groups are never split).
- * Rates fitted on the H200 (results/h200/probe-partition/): the context body at
- * BIF_CTX_TC_EFFICIENCY(_WIDE) of the measured GEMM rate, the streaming body at
- * BIF_STREAM_BW_EFFICIENCY of the measured read bandwidth alone on the GPU; and
- * what a split costs by itself, BIF_SPLIT_US (the wait for the context grid's
- * launch-completion event, the persistent CTAs' item changes; set so that a split
- * runs only where the predicted gain held on both GPUs): predicted gains of 50 us
- * and more were measured at 49-151 us (W = 1024 at 8k, 16k and 32k), those below
- * that at -38 to +46 us (W = 64-512; results/h200/probe-partition/). */
+ * Rates fitted on the H200: the context body at BIF_CTX_TC_EFFICIENCY(_WIDE) of the
+ * measured GEMM rate, the streaming body at BIF_STREAM_BW_EFFICIENCY of the measured
+ * read bandwidth alone on the GPU; and what a split costs by itself, BIF_SPLIT_US (the
+ * wait for the context grid's launch-completion event, the persistent CTAs' item
+ * changes), set so that a split runs only where the predicted gain is large enough to
+ * hold on both GPUs: smaller predicted gains came out anywhere from a loss to a gain. */
 #define BIF_CTX_TC_EFFICIENCY 0.45
 #define BIF_CTX_TC_EFFICIENCY_WIDE 0.56
 #define BIF_STREAM_SM_RATE 1.3
@@ -301,21 +293,19 @@ static int bif_ctx_sms(const problem_t *p, const device_info_t *dev, long items,
 }
 
 /* The most context splits the wgmma body's planner takes. The planner fills the SMs
- * with (item, split) CTAs; with a single item (MQA at W <= 4) that meant 128 splits of
- * 256 keys at 32k, whose partials the merge folds at 128 per row. Half as many ran
- * faster on the H200 (results/h200/splits.csv, both caches): W = 2, 31.7 -> 26.1 us
- * (contiguous) and 30.1 -> 27.1 (paged); W = 4, 33.3 -> 31.4 and 33.6 -> 31.9. With two
+ * with (item, split) CTAs; with a single item (MQA at W <= 4) that would be 128 splits
+ * of 256 keys at 32k, whose partials the merge folds at 128 per row: half as many run
+ * faster, the merge's share falling by more than the grid's occupancy costs. With two
  * items or more the planner stays at or below it. */
 #define BIF_WGMMA_MAX_SPLITS 64
 #define BIF_DEC_ROOM_US 5.0 /* (bif_plan) */
 
-/* Whether the decode tiles take the copier (attn_wgmma_ctx_kernel: COPIER), on a paged
- * cache where a CTA's decode tiles are at least its context tiles. There the decode
- * warpgroup's chain of tiles paces the step (on an H100, MHA W = 1024 at 16k: the decode
- * tiles end 150 us after the context loop, results/h100/dec-pace/), and it runs faster
- * without the copies and look-ups in its registers; where the context loop paces it,
- * the producer's spills cost more (results/h100/dec-copier/). A contiguous cache's decode
- * warpgroup spills next to nothing either way. */
+/* Whether the decode tiles take the copier (wg_traits: COPIER), on a paged cache where
+ * a CTA's decode tiles are at least its context tiles. There the decode warpgroup's
+ * chain of tiles paces the step (it ends well after the context loop), and it runs
+ * faster without the copies and look-ups in its registers; where the context loop
+ * paces it, the producer's spills cost more. A contiguous cache's decode warpgroup
+ * spills next to nothing either way. */
 static bool bif_copier_fits(const problem_t *p, const split_plan_t *ctx)
 {
     const int group = problem_group(p), rows = p->beam * group < WG_ROWS ? p->beam * group : WG_ROWS;
@@ -338,11 +328,8 @@ static void bif_plan(const problem_t *p, const device_info_t *dev, attn_plan_t *
      * leaves, or waits for context CTAs to finish. Where its D CTAs are few, the context
      * splits fill the other S - D SMs: worth it while what that costs the context part,
      * its tensor-core time at the measured peak times D / (S - D), stays below
-     * BIF_DEC_ROOM_US, about what a decode CTA takes. On an H100 (results/h100/ctx-room/),
-     * MQA W = 16 at 8k took 23.0-25.0 us with room (22 splits) against 30.1-32.1 without
-     * (32 splits, 128 CTAs beside 16 decode CTAs), W = 32 at 16k 35.1-35.3 against
-     * 39.3-40.2 (a cost of 3.7 us); at a cost of 7.3 us and more room was slower: W = 32
-     * at 32k by 5-10%, W = 64 at 8k-32k by 3-49%. */
+     * BIF_DEC_ROOM_US, about what a decode CTA takes; at a larger cost, making room
+     * slows the step. */
     device_info_t room;
     const device_info_t *ctx_dev = dev;
     const long dec_ctas = dec_items * dec.splits;
@@ -378,7 +365,7 @@ static size_t bif_workspace_bytes(const problem_t *p, const attn_plan_t *plan)
 /* With the wgmma context body the decode part runs beside it on a second stream:
  * a lean decode CTA shares each SM with a 64-key context CTA, and behind the wide
  * body it takes the SMs the context grid leaves and those its CTAs free first
- * (run after it instead, W = 256 at 32k of MHA took 23% longer, H200); with an SM
+ * (run after it instead, a large MHA decode part adds its whole time); with an SM
  * split (bif_ctx_sms) it streams on the SMs the persistent context grid leaves. With the
  * mma.sync body the decode part runs after it, and its last CTA of each (stream,
  * kv head) merges every partial (attn_tail_merge_fits), which saves the merge
@@ -532,8 +519,8 @@ static cudaError_t bif_setup(attn_args_t *a)
 
 /* The wgmma context part: a CTA per item, or with an SM split a persistent grid of
  * plan.ctx_sms CTAs whose launch-completion event (`started`: every CTA has begun)
- * the decode part waits for. Launched together, the decode part's small CTAs took
- * SMs first and the context CTAs found room only as whole SMs drained. */
+ * the decode part waits for. Launched together, the decode part's small CTAs would take
+ * SMs first and the context CTAs find room only as whole SMs drained. */
 static cudaError_t bif_launch_wgmma(const attn_args_t *a, const attn_params_t *cp, int64_t ctas, cudaStream_t stream)
 {
     const problem_t *p = &a->problem;

@@ -73,35 +73,10 @@ static const char *cublas_unsupported(const problem_t *p)
     return cublas_limits(p);
 }
 
-static kv_layout_t cublas_layout(const problem_t *p)
-{
-    (void)p;
-    return LAYOUT_CONTIGUOUS;
-}
-
-static void cublas_plan(const problem_t *p, const device_info_t *dev, attn_plan_t *plan)
-{
-    (void)dev;
-    cublas_single_pass_plan(p, &kernel_cublas, plan);
-}
-
-static size_t cublas_private_bytes(const problem_t *p, const attn_plan_t *plan)
-{
-    (void)plan;
-    cublas_pipeline_t pl;
-    cublas_plain_pipeline(p, NULL, NULL, &pl, NULL);
-    return cublas_pipeline_private_bytes(&pl);
-}
-
 static attn_io_t cublas_io(const problem_t *p, const attn_plan_t *plan)
 {
     (void)plan;
     return cublas_io_with_scores(p, io_kv_bytes_replicated(p));
-}
-
-static cudaError_t cublas_setup(attn_args_t *a)
-{
-    return cublas_setup_with(a, cublas_plain_pipeline);
 }
 
 static cudaError_t cublas_launch(attn_args_t *a, cudaStream_t stream)
@@ -121,12 +96,12 @@ extern "C" const attn_kernel_t kernel_cublas = {
     "unfused baseline: Q.K^T and P.V as cuBLAS batched GEMMs around a softmax kernel, logits in memory",
     "contiguous cache; fp16, bf16, fp32; head_dim multiple of 8 up to 256; no indirection, no split-KV",
     cublas_unsupported,
-    cublas_layout,
-    cublas_plan,
+    cublas_layout<LAYOUT_CONTIGUOUS>,
+    cublas_plan<&kernel_cublas>,
     cublas_no_workspace,
-    cublas_private_bytes,
+    cublas_private_bytes<cublas_plain_pipeline>,
     cublas_io,
-    cublas_setup,
+    cublas_setup<cublas_plain_pipeline>,
     cublas_launch,
     cublas_teardown,
 };

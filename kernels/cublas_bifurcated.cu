@@ -182,35 +182,10 @@ static const char *cublas_bif_unsupported(const problem_t *p)
     return cublas_limits(p);
 }
 
-static kv_layout_t cublas_bif_layout(const problem_t *p)
-{
-    (void)p;
-    return LAYOUT_BIFURCATED;
-}
-
-static void cublas_bif_plan(const problem_t *p, const device_info_t *dev, attn_plan_t *plan)
-{
-    (void)dev;
-    cublas_single_pass_plan(p, &kernel_cublas_bifurcated, plan);
-}
-
-static size_t cublas_bif_private_bytes(const problem_t *p, const attn_plan_t *plan)
-{
-    (void)plan;
-    cublas_pipeline_t pl;
-    cublas_bifurcated_pipeline(p, NULL, NULL, &pl, NULL);
-    return cublas_pipeline_private_bytes(&pl);
-}
-
 static attn_io_t cublas_bif_io(const problem_t *p, const attn_plan_t *plan)
 {
     (void)plan;
     return cublas_io_with_scores(p, io_kv_bytes_unique(p));
-}
-
-static cudaError_t cublas_bif_setup(attn_args_t *a)
-{
-    return cublas_setup_with(a, cublas_bifurcated_pipeline);
 }
 
 static cudaError_t cublas_bif_launch(attn_args_t *a, cudaStream_t stream)
@@ -233,12 +208,12 @@ extern "C" const attn_kernel_t kernel_cublas_bifurcated = {
     "the paper's four einsums with cuBLAS: <q,K_c> with W*p rows per GEMM, <q,K_d> batched, one softmax, P.V_c + P.V_d",
     "bifurcated layout; fp16, bf16, fp32; head_dim multiple of 8 up to 256; no paged cache, no indirection, no split-KV",
     cublas_bif_unsupported,
-    cublas_bif_layout,
-    cublas_bif_plan,
+    cublas_layout<LAYOUT_BIFURCATED>,
+    cublas_plan<&kernel_cublas_bifurcated>,
     cublas_no_workspace,
-    cublas_bif_private_bytes,
+    cublas_private_bytes<cublas_bifurcated_pipeline>,
     cublas_bif_io,
-    cublas_bif_setup,
+    cublas_setup<cublas_bifurcated_pipeline>,
     cublas_bif_launch,
     cublas_teardown,
 };

@@ -311,7 +311,8 @@ static inline cudaError_t cublas_state_gemms(cublas_state_t *st, int first, int 
 }
 /* setup() of both kernels: handle, private buffers and the pointer table of the
  * pipeline `build` describes, built once outside timing. */
-static inline cudaError_t cublas_setup_with(attn_args_t *a, cublas_pipeline_fn build)
+template <cublas_pipeline_fn build>
+static cudaError_t cublas_setup(attn_args_t *a)
 {
     cublas_state_t *st = (cublas_state_t *)calloc(1, sizeof *st);
     if (!st) return cudaErrorMemoryAllocation;
@@ -351,6 +352,31 @@ static inline cublas_state_t *cublas_launch_state(attn_args_t *a, cudaStream_t s
     *err = cublas_state_check_buffers(st, a, kernel);
     if (*err == cudaSuccess) *err = cublas_state_bind(st, stream);
     return *err == cudaSuccess ? st : NULL;
+}
+
+/* The vtable entries the two kernels share but for the kernel (self), its layout and
+ * its pipeline (build): each kernel's table names them with its own arguments. */
+template <const attn_kernel_t *self>
+static void cublas_plan(const problem_t *p, const device_info_t *dev, attn_plan_t *plan)
+{
+    (void)dev;
+    cublas_single_pass_plan(p, self, plan);
+}
+
+template <kv_layout_t layout>
+static kv_layout_t cublas_layout(const problem_t *p)
+{
+    (void)p;
+    return layout;
+}
+
+template <cublas_pipeline_fn build>
+static size_t cublas_private_bytes(const problem_t *p, const attn_plan_t *plan)
+{
+    (void)plan;
+    cublas_pipeline_t pl;
+    build(p, NULL, NULL, &pl, NULL);
+    return cublas_pipeline_private_bytes(&pl);
 }
 
 static inline void cublas_teardown(attn_args_t *a)

@@ -28,9 +28,9 @@ template <typename T, int D, int MT>
 static attn_kernel_fn keysplit_fn_d(int addr)
 {
     switch (addr) {
-    case ADDR_CONTIG: return attn_tc_kernel<T, D, MT, true, ADDR_CONTIG>;
-    case ADDR_PAGED: return attn_tc_kernel<T, D, MT, true, ADDR_PAGED>;
-    case ADDR_DEC: return attn_tc_kernel<T, D, MT, true, ADDR_DEC>;
+    case ADDR_CONTIG: return attn_tc_kernel<tc_traits<T, D, MT, true, ADDR_CONTIG>>;
+    case ADDR_PAGED: return attn_tc_kernel<tc_traits<T, D, MT, true, ADDR_PAGED>>;
+    case ADDR_DEC: return attn_tc_kernel<tc_traits<T, D, MT, true, ADDR_DEC>>;
     default: return NULL; /* the context part has its own ROWSPLIT body */
     }
 }
@@ -67,15 +67,15 @@ template <typename T, int MT>
 static attn_kernel_fn lean_fn(int addr)
 {
     switch (addr) {
-    case ADDR_PAGED: return attn_tc_kernel<T, 128, MT, true, ADDR_PAGED, ATTN_LEAN_STAGES>;
-    case ADDR_DEC: return attn_tc_kernel<T, 128, MT, true, ADDR_DEC, ATTN_LEAN_STAGES>;
+    case ADDR_PAGED: return attn_tc_kernel<tc_traits<T, 128, MT, true, ADDR_PAGED, ATTN_LEAN_STAGES>>;
+    case ADDR_DEC: return attn_tc_kernel<tc_traits<T, 128, MT, true, ADDR_DEC, ATTN_LEAN_STAGES>>;
     default: return NULL;
     }
 }
 template <typename T>
 static attn_kernel_fn deep_fn(int addr)
 {
-    return addr == ADDR_CONTIG ? attn_tc_kernel<T, 128, 1, true, ADDR_CONTIG, ATTN_DEEP_STAGES> : NULL;
+    return addr == ADDR_CONTIG ? attn_tc_kernel<tc_traits<T, 128, 1, true, ADDR_CONTIG, ATTN_DEEP_STAGES>> : NULL;
 }
 
 /* The instantiation and its dynamic shared memory for a problem, address mode and ring. */
@@ -132,9 +132,8 @@ cudaError_t attn_launch_keysplit(const problem_t *p, int addr, const attn_params
 
 /* The merge: a CTA of attn_merge_kernel per row for rows of more than MERGE_FEW_MAX
  * slots, else one warp of attn_merge_few_kernel per row, MERGE_WARPS rows a CTA: every
- * load of the row in one round trip (a context in 8 splits and a decode tile, GQA
- * W = 64 behind bifurcated's decode-tile grid, took 4-7% off the step on an H100 against
- * the two-pass kernel; results/h100/merge-few-15/). With pdl, the programmatic dependent
+ * load of the row in one round trip (where a two-pass kernel reads every max before
+ * any accumulator: a second round trip on the step's critical path). With pdl, the programmatic dependent
  * of the grid before it: set up while that grid's last CTAs run, it saves the launch gap
  * between the two. */
 template <typename... Params, typename... Args>
@@ -214,26 +213,19 @@ static void fused_plan(const problem_t *p, const device_info_t *dev, attn_plan_t
     /* The planner fills one CTA per SM for tiles of up to 16 query rows: one CTA's
      * cp.async pipeline keeps enough loads in flight to take its SM's share of HBM
      * bandwidth, and more resident CTAs only add splits, partials to merge and
-     * pipeline ramps (measured on H100 and H200, results/<gpu>/multiblock.csv: this
-     * picks the fastest split count or one within noise of it). Tiles of 32 rows
-     * (groups of more than 16 heads, MQA) do twice the tensor-core and softmax work
-     * per byte; a second resident CTA hides that latency (results/<gpu>/core.csv,
-     * g = 1 rows), so they plan with two per SM. So does a paged cache: its tiles
+     * pipeline ramps (on H100 and H200 this picks the fastest split count or one
+     * within noise of it). Tiles of 32 rows (groups of more than 16 heads, MQA) do
+     * twice the tensor-core and softmax work per byte; a second resident CTA hides
+     * that latency, so they plan with two per SM. So does a paged cache: its tiles
      * gather rows from scattered blocks, whose address translation and DRAM pages
-     * add latency that one CTA's ring does not cover (16-token blocks at W = 2..16
-     * ran 1.2x slower than contiguous with one CTA per SM and faster than it with
-     * two, results/h200/paged.csv). */
+     * add latency that one CTA's ring does not cover. */
     bool two = attn_keysplit_mt(p) > 1 || p->cache == CACHE_PAGED;
     plan->split = attn_split(p, dev, items, problem_keys(p), two ? 2 : 1);
     /* Split grids whose chunks are long (FUSED_LONG_CHUNK keys and more) plan with two
      * CTAs per SM as well, where that keeps the partials of a row to one batch of the
      * tail merge: a CTA of one per SM streams only as fast as its loop turns, and
-     * each of two per SM needs half that (results/<gpu>/multiblock.csv, the forced
-     * split counts: on the H200 at 0d2b8a4 twice the splits took 1.0-1.7% less at
-     * 8k, W*g = 32 and 64, and 1.5% at 32k, W*g = 16; on the H100 at a6d84f2 3.2-3.4%
-     * less at 32k, W*g = 32, and within 0.4% at 8k). Shorter chunks keep one per SM,
-     * where the extra ramps and partials of a second CTA show (8k, W*g = 16, chunks of
-     * 1088 keys: twice the splits took 0.7% longer on the H200). */
+     * each of two per SM needs half that. Shorter chunks keep one per SM, where the
+     * extra ramps and partials of a second CTA show. */
     if (!two && plan->split.splits > 1 && plan->split.chunk >= FUSED_LONG_CHUNK && p->splits == 0) {
         const split_plan_t s2 = attn_split(p, dev, items, problem_keys(p), 2);
         if (s2.splits <= TAIL_MERGE_BATCH) {

@@ -1,20 +1,15 @@
-/* The registry: every kernel the harness can run, in order of sophistication.
- * A new kernel is one file under kernels/ and one line here. */
+/* The registry: every kernel of kernel_list.h, in its order. */
 #include <string.h>
 #include "registry.h"
 
-extern const attn_kernel_t kernel_cublas;
-extern const attn_kernel_t kernel_fused;
-extern const attn_kernel_t kernel_cublas_bifurcated;
-extern const attn_kernel_t kernel_bifurcated;
-extern const attn_kernel_t kernel_auto;
+#define ATTN_KERNEL(name) extern const attn_kernel_t kernel_##name;
+#include "kernel_list.h"
+#undef ATTN_KERNEL
 
 const attn_kernel_t *const attn_kernels[] = {
-    &kernel_cublas,
-    &kernel_fused,
-    &kernel_cublas_bifurcated,
-    &kernel_bifurcated,
-    &kernel_auto,
+#define ATTN_KERNEL(name) &kernel_##name,
+#include "kernel_list.h"
+#undef ATTN_KERNEL
     NULL,
 };
 

@@ -1,5 +1,5 @@
 /* The one C interface to every attention kernel (SPEC §4). Adding a kernel means
- * one new file under kernels/ defining an attn_kernel_t, and one line in registry.c. */
+ * one new file under kernels/ defining an attn_kernel_t, and one line in kernel_list.h. */
 #ifndef ATTNBENCH_REGISTRY_H
 #define ATTNBENCH_REGISTRY_H
 
@@ -77,7 +77,7 @@ int fused_plan_deep_ring(const attn_plan_t *plan);
  * does not split or its last CTAs merge): a cost of auto's model (kernels/auto.c). */
 int fused_plan_merge_slots(const problem_t *p, const attn_plan_t *plan);
 
-/* NULL-terminated, in order of sophistication. */
+/* NULL-terminated, in kernel_list.h's order. */
 extern const attn_kernel_t *const attn_kernels[];
 const attn_kernel_t *attn_kernel_find(const char *name);
 
