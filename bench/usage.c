@@ -84,7 +84,7 @@ static const char peak_text[] =
     "model takes its rates from them.\n";
 
 static const char run_text[] =
-    "usage: attnbench run [problem options] --kernel K [--verify] [--profile]\n"
+    "usage: attnbench run [problem options] --kernel K [--no-verify] [--profile]\n"
     "                     [timing options] [--out FILE.csv]\n"
     "\n"
     "Runs one configuration with one kernel and prints one row (median, p10, p90,\n"
@@ -94,8 +94,10 @@ static const char run_text[] =
     "  -k, --kernel K         the kernel; required. One of\n"
     "                         %s\n"
     "  -o, --out FILE.csv     append the row to FILE.csv (header first if new)\n"
-    "      --verify           check the output against the CPU reference\n"
-    "                         (status mismatch, exit 1)\n"
+    "      --no-verify        skip checking the output against the CPU reference\n"
+    "                         (checked by default: status mismatch, exit 1)\n"
+    "      --verify-time S    seconds of CPU reference per row beyond the 4096 output\n"
+    "                         rows (or all) always checked                      [1]\n"
     "      --profile          cudaProfilerStart/Stop around the timed launches only,\n"
     "                         for ncu --profile-from-start off and\n"
     "                         nsys profile --capture-range=cudaProfilerApi\n"
@@ -110,7 +112,7 @@ static const char run_examples[] =
 
 static const char sweep_text[] =
     "usage: attnbench sweep [problem options] [--suite NAME|PATH] --out FILE.csv\n"
-    "                       [--kernels K1,K2] [--resume] [--verify] [timing options]\n"
+    "                       [--kernels K1,K2] [--resume] [--no-verify] [timing options]\n"
     "\n"
     "Runs every configuration of the grid (the product of the problem options'\n"
     "lists) with every kernel: one CSV row per (configuration, kernel), written as\n"
@@ -127,7 +129,9 @@ static const char sweep_text[] =
     "                         paper6, paper7, paper8). Problem options and --kernels\n"
     "                         given here replace those of every suite line\n"
     "      --resume           keep the rows FILE.csv holds, run only the others\n"
-    "      --verify           also check every row against the CPU reference\n"
+    "      --no-verify        skip checking every row against the CPU reference\n"
+    "      --verify-time S    seconds of CPU reference per row beyond the 4096 output\n"
+    "                         rows (or all) always checked                      [1]\n"
     "\n";
 
 static const char sweep_examples[] =
@@ -141,16 +145,22 @@ static const char verify_text[] =
     "usage: attnbench verify [--suite quick|full|PATH] [--kernels K1,K2] [--seed N]\n"
     "\n"
     "Runs every kernel on every configuration of a verification suite with fresh\n"
-    "random inputs and an output poisoned with NaN, and compares with the\n"
-    "double-precision CPU reference by relative L2 error (fp32 1e-5, fp16 2e-3,\n"
-    "bf16 1.6e-2) and NaN count. Configurations a kernel does not support are\n"
-    "listed as unsupported. Exit 1 on any mismatch or error.\n"
+    "random inputs and an output poisoned with NaN, twice (the second launch\n"
+    "after the first, on a poisoned output again), and compares each output row\n"
+    "with the double-precision CPU reference: the worst row's relative L2 error\n"
+    "(fp32 1e-5, fp16 2e-3, bf16 1.6e-2), the largest absolute error (the same\n"
+    "figure times the largest |V|), and no NaN/Inf anywhere in the output. At\n"
+    "least 4096 rows (or all) are checked: first and last request, stream and\n"
+    "head, then random ones. Configurations a kernel does not support are listed\n"
+    "as unsupported. Exit 1 on any mismatch or error.\n"
     "\n"
     "  -s, --suite S          quick (bench/suites/verify-quick.suite), full\n"
     "                         (verify-full.suite) or a suite file's path   [quick]\n"
     "  -k, --kernels K1,K2    kernels to check                                 [all]\n"
     "                         of %s\n"
     "      --seed N           seed of the random inputs; 0 = from the clock    [0]\n"
+    "      --verify-time S    seconds of CPU reference per row beyond the rows\n"
+    "                         always checked                                   [1]\n"
     "\n"
     "examples:\n"
     "  attnbench verify\n"

@@ -22,7 +22,7 @@ enum opt_id {
     OPT_DTYPE, OPT_CACHE, OPT_BLOCK_SIZE, OPT_INDIRECTION, OPT_MULTI_BLOCK, OPT_SPLITS,
     OPT_Q_SCALING, OPT_MODEL, OPT_LAYERS, OPT_KERNEL, OPT_KERNELS, OPT_OUT, OPT_SUITE,
     OPT_RESUME, OPT_VERIFY, OPT_PROFILE, OPT_HOT, OPT_GRAPH, OPT_ITERS, OPT_WARMUP,
-    OPT_MIN_TIME, OPT_SEED, OPT_HELP,
+    OPT_MIN_TIME, OPT_SEED, OPT_HELP, OPT_NO_VERIFY, OPT_VERIFY_TIME,
 };
 
 /* Where an option may appear: one bit per command, and suite lines. */
@@ -63,6 +63,8 @@ static const opt_def_t opt_defs[] = {
     {"suite", required_argument, OPT_SUITE, 's', IN(CMD_SWEEP) | IN(CMD_VERIFY), 0},
     {"resume", no_argument, OPT_RESUME, 0, IN(CMD_SWEEP), 0},
     {"verify", no_argument, OPT_VERIFY, 0, IN(CMD_RUN) | IN(CMD_SWEEP), 0},
+    {"no-verify", no_argument, OPT_NO_VERIFY, 0, IN(CMD_RUN) | IN(CMD_SWEEP), 0},
+    {"verify-time", required_argument, OPT_VERIFY_TIME, 0, IN(CMD_RUN) | IN(CMD_SWEEP) | IN(CMD_VERIFY), 0},
     {"profile", no_argument, OPT_PROFILE, 0, IN(CMD_RUN), 0},
     {"hot", no_argument, OPT_HOT, 0, IN(CMD_RUN) | IN(CMD_SWEEP), 0},
     {"graph", no_argument, OPT_GRAPH, 0, IN(CMD_RUN) | IN(CMD_SWEEP), 0},
@@ -308,6 +310,8 @@ static int apply_option(const opt_def_t *d, const char *arg, command_t mode, opt
         return 0;
     case OPT_RESUME: o->resume = true; return 0;
     case OPT_VERIFY: o->verify = true; return 0;
+    case OPT_NO_VERIFY: o->verify = false; return 0;
+    case OPT_VERIFY_TIME: return parse_positive_double(opt, arg, &o->verify_time_s, msg, len);
     case OPT_PROFILE: o->profile = true; return 0;
     case OPT_HOT: o->hot = true; return 0;
     case OPT_GRAPH: o->graph = true; return 0;
@@ -378,6 +382,8 @@ static void options_init(options_t *o)
     grid_default(&o->grid);
     o->warmup = 3;
     o->min_time_s = 0.1;
+    o->verify = true;
+    o->verify_time_s = 1.0;
 }
 
 /* run measures one configuration: each problem option holds one value. */

@@ -2,6 +2,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <stdint.h>
 #include <cuda_runtime_api.h>
 #include "runner.h"
 #include "device.h"
@@ -11,17 +12,12 @@
 #include "nvtx.h"
 #include "peak.h"
 #include "presets.h"
+#include "verify.h"
 #include "../kernels/logical_data.h"
 #include "../reference/reference.h"
 
 /* the source revision, written by the Makefile into build/version.c */
 extern const char attnbench_version[];
-
-/* Verification checks every (stream, head) row while that costs at most this many
- * double-precision multiply-adds, else a random sample of rows (never fewer than
- * VERIFY_MIN_ROWS, always including the first and the last). */
-#define VERIFY_MAC_BUDGET (1L << 28)
-#define VERIFY_MIN_ROWS 24
 
 int runner_open(runner_t *r, const timing_opts_t *timing, bool verify, bool time_it,
                 uint64_t seed)
@@ -29,6 +25,7 @@ int runner_open(runner_t *r, const timing_opts_t *timing, bool verify, bool time
     memset(r, 0, sizeof *r);
     r->timing = *timing;
     r->verify = verify;
+    r->verify_budget_s = 1.0;
     r->time = time_it;
     r->seed = seed ? seed : ((uint64_t)time(NULL) << 20) ^ (uint64_t)clock();
     if (!device_available()) {
@@ -132,6 +129,7 @@ void runner_describe_row(const runner_t *r, const problem_t *p, const attn_kerne
 /* Everything one configuration allocates; freed in one place. */
 typedef struct buffers {
     void *q, *out, *kv[2], *workspace;
+    void *last_out;   /* the last verified launch's output, copied aside */
     int32_t *block_table, *owner, *first_pos, *indirection;
     int32_t *host_indirection;
     paged_map_t map;
@@ -140,7 +138,7 @@ typedef struct buffers {
 
 static void buffers_free(buffers_t *b)
 {
-    void *all[] = {b->q, b->out, b->kv[0], b->kv[1], b->workspace,
+    void *all[] = {b->q, b->out, b->kv[0], b->kv[1], b->workspace, b->last_out,
                    b->block_table, b->owner, b->first_pos, b->indirection};
     for (size_t i = 0; i < sizeof all / sizeof all[0]; ++i)
         if (all[i]) cudaFree(all[i]);
@@ -171,54 +169,122 @@ static cudaError_t launch_step(void *ctx, cudaStream_t s)
     return a->plan.runs->launch(a, s);
 }
 
-/* Compares the device output with the CPU reference on all rows or a sample. */
-static cudaError_t verify_output(const problem_t *p, const attn_args_t *a,
-                                 const int32_t *host_indirection, uint64_t seed,
-                                 result_row_t *row)
+/* The output rows checked against the reference and the reference's values of them
+ * (n rows of d doubles), computed once and judged against every verified launch. */
+typedef struct checked_rows {
+    long n;
+    long *at;
+    double *want;
+} checked_rows_t;
+
+static void checked_rows_free(checked_rows_t *c)
 {
-    int d = p->head_dim;
-    long rows = (long)problem_streams(p) * p->heads;
-    size_t n = (size_t)rows * d;
-    float *got = malloc(n * sizeof *got);
-    if (!got) return cudaErrorMemoryAllocation;
-    cudaError_t e = download_as_float(a->out, (int64_t)n, p->dtype, got);
-    if (e == cudaSuccess) {
-        ref_source_t src = {0};
-        src.p = p;
-        src.geom = a->geom;
-        src.seed = seed;
-        src.indirection = host_indirection;
-        double per_row = 2.0 * problem_keys(p) * d;
-        long check = (long)(VERIFY_MAC_BUDGET / per_row);
-        if (check < VERIFY_MIN_ROWS) check = VERIFY_MIN_ROWS;
-        if (check > rows) check = rows;
-        /* rows are independent: the reference of each runs on its own core */
-        long *at = malloc((size_t)check * sizeof *at);
-        double *want = malloc((size_t)check * d * sizeof *want);
-        if (!at || !want) {
-            free(at);
-            free(want);
-            free(got);
-            return cudaErrorMemoryAllocation;
-        }
-        for (long i = 0; i < check; ++i) /* all rows, or first, last, then random ones */
-            at[i] = check == rows ? i
-                  : i == 0 ? 0 : i == 1 ? rows - 1 : (long)(splitmix64(seed + i) % rows);
+    free(c->at);
+    free(c->want);
+    memset(c, 0, sizeof *c);
+}
+
+static double seconds_now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec + 1e-9 * ts.tv_nsec;
+}
+
+/* The reference of rows at[from..to); rows are independent, each on its own core. */
+static void reference_rows(const ref_source_t *src, const long *at, long from, long to, double *want)
+{
+    const problem_t *p = src->p;
 #pragma omp parallel for schedule(dynamic)
-        for (long i = 0; i < check; ++i)
-            reference_row(&src, (int)(at[i] / p->heads), (int)(at[i] % p->heads), want + i * d);
-        err_acc_t acc = {0};
-        for (long i = 0; i < check; ++i) err_add(&acc, want + i * d, got + (size_t)at[i] * d, d);
-        free(at);
-        free(want);
-        row->rel_err = err_rel(&acc);
-        row->max_abs_err = acc.max_abs;
-        int ok = acc.nonfinite == 0 && row->rel_err <= tolerance_for(p->dtype);
-        snprintf(row->verified, sizeof row->verified, "%s", ok ? "yes" : "no");
-        if (!ok) snprintf(row->status, sizeof row->status, "%s", "mismatch");
+    for (long i = from; i < to; ++i)
+        reference_row(src, (int)(at[i] / p->heads), (int)(at[i] % p->heads), want + i * p->head_dim);
+}
+
+/* Picks the checked rows (verify_pick_rows) and computes their reference: all rows or
+ * VERIFY_MIN_ROWS of them, then more, as many as the time the first ones took says
+ * fit in budget_s seconds, all of them where they fit. Returns -1 when memory runs out. */
+static int checked_rows_make(const ref_source_t *src, uint64_t seed, double budget_s,
+                             checked_rows_t *c)
+{
+    const problem_t *p = src->p;
+    long rows = (long)problem_streams(p) * p->heads, d = p->head_dim;
+    memset(c, 0, sizeof *c);
+    c->at = malloc((size_t)rows * sizeof *c->at);
+    long want = rows < VERIFY_MIN_ROWS ? rows : VERIFY_MIN_ROWS;
+    c->want = malloc((size_t)want * d * sizeof *c->want);
+    c->n = c->at && c->want ? verify_pick_rows(p, want, seed, c->at) : -1;
+    if (c->n < 0) return -1;
+    double t0 = seconds_now();
+    reference_rows(src, c->at, 0, c->n, c->want);
+    double spent = seconds_now() - t0;
+    if (c->n == rows || spent >= budget_s) return 0;
+    double more = spent > 0 ? (budget_s - spent) / (spent / c->n) : (double)rows;
+    long total = more >= (double)(rows - c->n) ? rows : c->n + (long)more;
+    double *grown = realloc(c->want, (size_t)total * d * sizeof *grown);
+    if (!grown) return -1;
+    c->want = grown;
+    /* fewer than all rows: the same draws continue the first ones; all rows: in order */
+    long from = total == rows ? 0 : c->n;
+    if (verify_pick_rows(p, total, seed, c->at) != total) return -1;
+    reference_rows(src, c->at, from, total, c->want);
+    c->n = total;
+    return 0;
+}
+
+/* Judges the output in out (device) against the checked rows and records it in row:
+ * the worst of every judged launch stays (rel_err, max_abs_err), one failure makes
+ * the row a mismatch, with a line on stderr naming the worst row. */
+static cudaError_t judge_output(const problem_t *p, const void *out, const checked_rows_t *c,
+                                const char *which, result_row_t *row)
+{
+    long rows = (long)problem_streams(p) * p->heads;
+    float *got = malloc((size_t)rows * p->head_dim * sizeof *got);
+    if (!got) return cudaErrorMemoryAllocation;
+    cudaError_t e = download_as_float(out, (int64_t)rows * p->head_dim, p->dtype, got);
+    if (e == cudaSuccess) {
+        verify_verdict_t v;
+        double tol = tolerance_for(p->dtype), bound = verify_abs_bound(p->dtype, KV_AMPLITUDE);
+        verify_judge(got, rows, p->head_dim, c->at, c->want, c->n, tol, bound, &v);
+        if (!(row->rel_err >= v.worst_rel)) row->rel_err = v.worst_rel;
+        if (!(row->max_abs_err >= v.max_abs)) row->max_abs_err = v.max_abs;
+        if (!v.ok) {
+            char what[160];
+            problem_describe(p, what, sizeof what);
+            fprintf(stderr,
+                    "attnbench: %s %s: %s launch wrong: worst row %ld (stream %ld, head %ld) "
+                    "rel err %.3e (tolerance %.1e), max abs err %.3e (bound %.1e), %ld of %ld "
+                    "elements NaN/Inf, %ld of %ld rows checked\n",
+                    row->kernel, what, which, v.worst_row, v.worst_row / p->heads,
+                    v.worst_row % p->heads, v.worst_rel, tol, v.max_abs, bound, v.nonfinite,
+                    rows * p->head_dim, v.checked, rows);
+            snprintf(row->status, sizeof row->status, "%s", "mismatch");
+        }
+        snprintf(row->verified, sizeof row->verified, "%s",
+                 v.ok && strcmp(row->verified, "no") != 0 ? "yes" : "no");
     }
     free(got);
     return e;
+}
+
+/* Around the last timed launch (timer_last_t): the output poisoned before it, copied
+ * aside after it, so that a stale correct output left by earlier launches cannot pass. */
+typedef struct last_launch {
+    void *out, *copy;
+    size_t bytes;
+    int64_t elements;
+    dtype_t dtype;
+} last_launch_t;
+
+static cudaError_t poison_output(void *ctx, cudaStream_t s)
+{
+    last_launch_t *l = (last_launch_t *)ctx;
+    return fill_nan(l->out, l->elements, l->dtype, s);
+}
+
+static cudaError_t keep_output(void *ctx, cudaStream_t s)
+{
+    last_launch_t *l = (last_launch_t *)ctx;
+    return cudaMemcpyAsync(l->copy, l->out, l->bytes, cudaMemcpyDeviceToDevice, s);
 }
 
 /* After an error: a sticky one (an illegal address, a trap) leaves the CUDA context
@@ -328,17 +394,39 @@ void runner_row(runner_t *r, const problem_t *p, const attn_kernel_t *k, result_
      * call returns; the timer's stream does not wait for that stream. (Ours above are
      * ordered on s, before the fills that read owner/first_pos.) */
     CK(cudaDeviceSynchronize());
-    /* One launch on the poisoned output, then the check, then the timing. */
+    /* One launch on the poisoned output, then the check, then the timing, whose last
+     * launch is checked too (without timing, a second launch on a poisoned output). */
     CK(launch_step(&a, s));
     CK(cudaStreamSynchronize(s));
+    checked_rows_t checked = {0};
+    int64_t out_elements = (int64_t)problem_streams(p) * p->heads * p->head_dim;
+    last_launch_t last = {b.out, NULL, m.out, out_elements, p->dtype};
+    timer_last_t last_hooks = {poison_output, keep_output, &last};
     if (e == cudaSuccess && r->verify) {
         nvtx_push("verify");
-        e = verify_output(p, &a, b.host_indirection, seed, row);
+        ref_source_t src = {0};
+        src.p = p;
+        src.geom = a.geom;
+        src.seed = seed;
+        src.indirection = b.host_indirection;
+        if (checked_rows_make(&src, splitmix64(seed ^ 0x5eed), r->verify_budget_s, &checked) != 0)
+            e = cudaErrorMemoryAllocation;
+        CK(judge_output(p, b.out, &checked, "first", row));
+        CK(alloc(&b.last_out, m.out));
+        last.copy = b.last_out;
+        if (!r->time) {
+            CK(poison_output(&last, s));
+            CK(launch_step(&a, s));
+            CK(keep_output(&last, s));
+            CK(cudaStreamSynchronize(s));
+            CK(judge_output(p, b.last_out, &checked, "second", row));
+        }
         nvtx_pop();
     }
     if (e == cudaSuccess && r->time) {
         timing_result_t t;
-        e = timer_run(r->timer, launch_step, &a, &r->timing, &t); /* pushes warm-up, timed */
+        /* pushes warm-up, timed */
+        e = timer_run(r->timer, launch_step, &a, &r->timing, r->verify ? &last_hooks : NULL, &t);
         if (e == cudaSuccess) {
             row->iters = t.times.n;
             row->median_us = t.times.median;
@@ -352,7 +440,13 @@ void runner_row(runner_t *r, const problem_t *p, const attn_kernel_t *k, result_
             if (r->dev.peak_read_gbps > 0)
                 row->pct_peak_bw = 100.0 * row->gbps / r->dev.peak_read_gbps;
         }
+        if (e == cudaSuccess && r->verify) {
+            nvtx_push("verify");
+            e = judge_output(p, b.last_out, &checked, "last timed", row);
+            nvtx_pop();
+        }
     }
+    checked_rows_free(&checked);
 #undef CK
     if (set_up && run->teardown) run->teardown(&a);
     buffers_free(&b);

@@ -162,15 +162,20 @@ static cudaError_t launch_step(timer_t_ *t, const step_t *s)
 }
 
 /* n launches, launch i between events start[i] and stop[i]; the flush before it
- * lies outside the events. Per-launch microseconds land in t->samples. */
-static cudaError_t timed_launches(timer_t_ *t, const step_t *s, int n, bool hot)
+ * lies outside the events, and so does last's work around launch n - 1 (last may be
+ * NULL). Per-launch microseconds land in t->samples. */
+static cudaError_t timed_launches(timer_t_ *t, const step_t *s, int n, bool hot,
+                                  const timer_last_t *last)
 {
     cudaError_t err = ensure_events(t, n);
     for (int i = 0; i < n && err == cudaSuccess; ++i) {
-        if (!hot) err = flush_l2(t);
+        bool is_last = last && i == n - 1;
+        if (is_last && last->before) err = last->before(last->ctx, t->stream);
+        if (err == cudaSuccess && !hot) err = flush_l2(t);
         if (err == cudaSuccess) err = cudaEventRecord(t->start[i], t->stream);
         if (err == cudaSuccess) err = launch_step(t, s);
         if (err == cudaSuccess) err = cudaEventRecord(t->stop[i], t->stream);
+        if (err == cudaSuccess && is_last && last->after) err = last->after(last->ctx, t->stream);
     }
     if (err != cudaSuccess) return err;
     return n > 0 ? cudaEventSynchronize(t->stop[n - 1]) : cudaSuccess;
@@ -231,13 +236,13 @@ static cudaError_t warm_up(timer_t_ *t, const step_t *s, const timing_opts_t *o,
     if (o->iters == 0 && n < 1) n = 1;
     nvtx_push(NVTX_PHASE_WARMUP);
     sample_summary_t w = {0};
-    cudaError_t err = timed_launches(t, s, n, o->hot);
+    cudaError_t err = timed_launches(t, s, n, o->hot, NULL);
     if (err == cudaSuccess) err = collect_samples(t, n);
     if (err == cudaSuccess && n > 0 && stats_summarize(t->samples, n, &w) != 0) err = cudaErrorMemoryAllocation;
     const int more = n > 0 ? adaptive_iters(w.median, o->min_time_s) - n : 0;
     if (err == cudaSuccess && more > 0) {
         /* the steady part, whose median sizes the timed phase */
-        err = timed_launches(t, s, more, o->hot);
+        err = timed_launches(t, s, more, o->hot, NULL);
         if (err == cudaSuccess) err = collect_samples(t, more);
         if (err == cudaSuccess && stats_summarize(t->samples, more, &w) != 0) err = cudaErrorMemoryAllocation;
     }
@@ -247,12 +252,13 @@ static cudaError_t warm_up(timer_t_ *t, const step_t *s, const timing_opts_t *o,
     return cudaSuccess;
 }
 
-static cudaError_t measure(timer_t_ *t, const step_t *s, const timing_opts_t *o, int iters)
+static cudaError_t measure(timer_t_ *t, const step_t *s, const timing_opts_t *o, int iters,
+                           const timer_last_t *last)
 {
     nvtx_push(NVTX_PHASE_TIMED);
     cudaError_t err = o->profile ? cudaProfilerStart() : cudaSuccess;
     if (err == cudaSuccess) {
-        err = timed_launches(t, s, iters, o->hot);
+        err = timed_launches(t, s, iters, o->hot, last);
         if (o->profile) {
             cudaError_t stop_err = cudaProfilerStop();
             if (err == cudaSuccess) err = stop_err;
@@ -277,7 +283,7 @@ static cudaError_t clock_phase(timer_t_ *t, const step_t *s, bool hot, int n, do
     nvtx_push(NVTX_PHASE_CLOCK);
     cudaError_t err = cudaMemsetAsync(t->stamps, 0, 2 * sizeof *t->stamps, t->stream);
     if (err == cudaSuccess) err = clock_stamp(t, &t->stamps[0]);
-    if (err == cudaSuccess) err = timed_launches(t, s, n, hot);
+    if (err == cudaSuccess) err = timed_launches(t, s, n, hot, NULL);
     if (err == cudaSuccess) err = clock_stamp(t, &t->stamps[1]);
     if (err == cudaSuccess) err = cudaMemcpyAsync(host, t->stamps, sizeof host, cudaMemcpyDeviceToHost, t->stream);
     if (err == cudaSuccess) err = cudaStreamSynchronize(t->stream);
@@ -288,7 +294,7 @@ static cudaError_t clock_phase(timer_t_ *t, const step_t *s, bool hot, int n, do
 }
 
 extern "C" cudaError_t timer_run(timer_t_ *t, launch_fn fn, void *ctx, const timing_opts_t *o,
-                                 timing_result_t *r)
+                                 const timer_last_t *last, timing_result_t *r)
 {
     if (r) memset(r, 0, sizeof *r);
     if (!t || !fn || !o || !r || o->warmup < 0 || o->iters < 0 || o->iters > TIMING_ITERS_LIMIT ||
@@ -300,7 +306,7 @@ extern "C" cudaError_t timer_run(timer_t_ *t, launch_fn fn, void *ctx, const tim
     int iters = 0;
     r->sm_mhz = NAN;
     if (err == cudaSuccess) err = warm_up(t, &s, o, &iters);
-    if (err == cudaSuccess) err = measure(t, &s, o, iters);
+    if (err == cudaSuccess) err = measure(t, &s, o, iters, last);
     if (err == cudaSuccess && stats_summarize(t->samples, iters, &r->times) != 0) err = cudaErrorMemoryAllocation;
     /* a tenth as many launches again; none under the profilers (--profile), whose
      * replays set clocks of their own */

@@ -43,6 +43,15 @@ typedef struct timing_result {
     double sm_mhz;
 } timing_result_t;
 
+/* Work enqueued around the last timed launch, outside its events: before it (ahead
+ * of its L2 flush) and after it. The runner poisons the output before and copies it
+ * aside after, so that the last timed launch's own output is verified (the clock
+ * phase's launches after it overwrite the output). Either may be NULL. */
+typedef struct timer_last {
+    launch_fn before, after;
+    void *ctx;
+} timer_last_t;
+
 /* Owns the L2-flush buffer (2x L2 size), the event pairs and a non-blocking
  * stream. Work on that stream is not ordered with the legacy default stream:
  * synchronise (cudaStreamSynchronize(timer_stream(t))) before reading results
@@ -55,11 +64,11 @@ void timer_destroy(timer_t_ *t);   /* NULL is fine */
 cudaStream_t timer_stream(timer_t_ *t);
 
 /* Runs fn as opts say and summarises the per-launch times into *r. Pushes the
- * NVTX ranges "warm-up" and "timed" itself. Returns the first CUDA error (of fn,
+ * NVTX ranges "warm-up" and "timed" itself. last (may be NULL): see timer_last_t. Returns the first CUDA error (of fn,
  * of a launch, of the capture); cudaErrorInvalidValue for bad options. The
  * stream is idle again on return, also after an error from fn. */
 cudaError_t timer_run(timer_t_ *t, launch_fn fn, void *ctx, const timing_opts_t *o,
-                      timing_result_t *r);
+                      const timer_last_t *last, timing_result_t *r);
 
 #ifdef __cplusplus
 }

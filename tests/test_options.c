@@ -131,7 +131,11 @@ static void test_defaults(void **state)
     assert_true(o.seed == 0);
     assert_int_equal(o.grid_set, 0);
     assert_null(o.out);
-    assert_false(o.verify || o.profile || o.hot || o.graph || o.resume);
+    assert_false(o.profile || o.hot || o.graph || o.resume);
+    assert_true(o.verify && o.verify_time_s == 1.0);
+    parse_ok(CMD_SWEEP, "sweep --suite quick --out x.csv --no-verify --verify-time 5", &o);
+    assert_false(o.verify);
+    assert_true(o.verify_time_s == 5.0);
     problem_t d = problem_default();
     assert_int_equal(o.grid.heads.v[0], d.heads);
     assert_int_equal(o.grid.ctx.v[0], d.ctx);
