@@ -191,13 +191,55 @@ static double seconds_now(void)
     return ts.tv_sec + 1e-9 * ts.tv_nsec;
 }
 
-/* The reference of rows at[from..to); rows are independent, each on its own core. */
-static void reference_rows(const ref_source_t *src, const long *at, long from, long to, double *want)
+typedef struct keyed_row {
+    long key, row;
+} keyed_row_t;
+
+static int by_key(const void *a, const void *b)
+{
+    const keyed_row_t *x = a, *y = b;
+    return x->key != y->key ? (x->key > y->key) - (x->key < y->key) : (x->row > y->row) - (x->row < y->row);
+}
+
+/* The reference of rows at[from..to), reordered there by (request, kv head): the rows
+ * of one such group share their context, materialised once (reference_ctx_fill),
+ * which makes a row a few times cheaper than computing its keys' values anew. Rows
+ * are independent: each runs on its own core. Returns -1 when memory runs out. */
+static int reference_rows(const ref_source_t *src, long *at, long from, long to, double *want)
 {
     const problem_t *p = src->p;
+    const int d = p->head_dim;
+    long n = to - from;
+    keyed_row_t *k = malloc((size_t)(n > 0 ? n : 1) * sizeof *k);
+    float *ctx = malloc((size_t)2 * (p->ctx > 0 ? p->ctx : 1) * d * sizeof *ctx);
+    if (!k || !ctx) {
+        free(k);
+        free(ctx);
+        return -1;
+    }
+    for (long i = 0; i < n; ++i) {
+        long stream = at[from + i] / p->heads, head = at[from + i] % p->heads;
+        k[i].key = stream / p->beam * p->kv_heads + head / problem_group(p);
+        k[i].row = at[from + i];
+    }
+    qsort(k, (size_t)n, sizeof *k, by_key);
+    for (long i = 0; i < n; ++i) at[from + i] = k[i].row;
+    for (long i = 0, j; i < n; i = j) {
+        for (j = i + 1; j < n && k[j].key == k[i].key; ++j) {}
+        ref_source_t group = *src;
+        if (j - i > 1 && p->ctx > 0) {
+            group.ctx_request = (int)(k[i].key / p->kv_heads);
+            group.ctx_head = (int)(k[i].key % p->kv_heads);
+            reference_ctx_fill(&group, group.ctx_request, group.ctx_head, ctx);
+            group.ctx_kv = ctx;
+        }
 #pragma omp parallel for schedule(dynamic)
-    for (long i = from; i < to; ++i)
-        reference_row(src, (int)(at[i] / p->heads), (int)(at[i] % p->heads), want + i * p->head_dim);
+        for (long r = from + i; r < from + j; ++r)
+            reference_row(&group, (int)(at[r] / p->heads), (int)(at[r] % p->heads), want + r * d);
+    }
+    free(k);
+    free(ctx);
+    return 0;
 }
 
 /* Picks the checked rows (verify_pick_rows) and computes their reference: all rows or
@@ -210,25 +252,34 @@ static int checked_rows_make(const ref_source_t *src, uint64_t seed, double budg
     long rows = (long)problem_streams(p) * p->heads, d = p->head_dim;
     memset(c, 0, sizeof *c);
     c->at = malloc((size_t)rows * sizeof *c->at);
+    long *drawn = malloc((size_t)rows * sizeof *drawn);
     long want = rows < VERIFY_MIN_ROWS ? rows : VERIFY_MIN_ROWS;
     c->want = malloc((size_t)want * d * sizeof *c->want);
-    c->n = c->at && c->want ? verify_pick_rows(p, want, seed, c->at) : -1;
-    if (c->n < 0) return -1;
+    c->n = c->at && c->want && drawn ? verify_pick_rows(p, want, seed, c->at) : -1;
     double t0 = seconds_now();
-    reference_rows(src, c->at, 0, c->n, c->want);
+    if (c->n < 0 || reference_rows(src, c->at, 0, c->n, c->want) != 0) goto fail;
     double spent = seconds_now() - t0;
-    if (c->n == rows || spent >= budget_s) return 0;
+    if (c->n == rows || spent >= budget_s) {
+        free(drawn);
+        return 0;
+    }
     double more = spent > 0 ? (budget_s - spent) / (spent / c->n) : (double)rows;
     long total = more >= (double)(rows - c->n) ? rows : c->n + (long)more;
     double *grown = realloc(c->want, (size_t)total * d * sizeof *grown);
-    if (!grown) return -1;
+    if (!grown) goto fail;
     c->want = grown;
-    /* fewer than all rows: the same draws continue the first ones; all rows: in order */
+    /* all rows: in order, computed anew; fewer: the same draws continue the first
+     * ones (verify_pick_rows), whose reference is kept */
     long from = total == rows ? 0 : c->n;
-    if (verify_pick_rows(p, total, seed, c->at) != total) return -1;
-    reference_rows(src, c->at, from, total, c->want);
+    if (verify_pick_rows(p, total, seed, drawn) != total) goto fail;
+    memcpy(c->at + from, drawn + from, (size_t)(total - from) * sizeof *drawn);
+    if (reference_rows(src, c->at, from, total, c->want) != 0) goto fail;
     c->n = total;
+    free(drawn);
     return 0;
+fail:
+    free(drawn);
+    return -1;
 }
 
 /* Judges the output in out (device) against the checked rows and records it in row:

@@ -183,6 +183,37 @@ static void test_pick_rows_stratified(void **state)
     assert_memory_equal(small, large, sizeof small);
 }
 
+/* A row whose context comes from a materialised group equals one computed from the
+ * logical definition, and a cache of another group is not used. */
+static void test_context_cache_same_result(void **state)
+{
+    (void)state;
+    problem_t p = test_problem(2, 3, 8, 2, 64, 37, 4);
+    p.indirection = true;
+    ref_source_t src = {0};
+    src.p = &p;
+    src.geom = kv_geometry_make(&p, LAYOUT_CONTIGUOUS);
+    src.seed = 5;
+    float *ctx = malloc((size_t)2 * p.ctx * p.head_dim * sizeof *ctx);
+    assert_non_null(ctx);
+    reference_ctx_fill(&src, 1, 1, ctx);
+    ref_source_t cached = src;
+    cached.ctx_kv = ctx;
+    cached.ctx_request = 1;
+    cached.ctx_head = 1;
+    double a[64], b[64], own[64];
+    reference_row(&src, 4, 5, own);    /* request 1 (stream 4 of beam 3), kv head 1 */
+    reference_row(&cached, 4, 5, b);
+    assert_memory_equal(own, b, sizeof b);
+    for (long i = 0; i < 2L * p.ctx * p.head_dim; ++i) ctx[i] = 0.5f;   /* not this group's */
+    reference_row(&src, 0, 5, a);      /* request 0 */
+    reference_row(&cached, 0, 5, b);
+    assert_memory_equal(a, b, sizeof a);
+    reference_row(&cached, 4, 5, b);   /* its group reads the (now wrong) cache */
+    assert_memory_not_equal(own, b, sizeof b);
+    free(ctx);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -191,6 +222,7 @@ int main(void)
         cmocka_unit_test(test_nan_in_unchecked_row_fails),
         cmocka_unit_test(test_abs_bound_catches_one_element),
         cmocka_unit_test(test_pick_rows_stratified),
+        cmocka_unit_test(test_context_cache_same_result),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
