@@ -358,6 +358,8 @@ void runner_row(runner_t *r, const problem_t *p, const attn_kernel_t *k, result_
     row->bytes = io.bytes;
     row->unique_bytes = io.unique_bytes;
     row->flops = io.flops;
+    if (r->dev.peak_read_gbps > 0) row->peak_gbps = r->dev.peak_read_gbps;
+    if (r->dev.peak_tc_tflops > 0) row->peak_tflops = r->dev.peak_tc_tflops;
     if (r->dev.peak_read_gbps > 0) {
         double t_bytes = io.unique_bytes / (r->dev.peak_read_gbps * 1e3);
         double t_flops = r->dev.peak_tc_tflops > 0 ? io.flops / (r->dev.peak_tc_tflops * 1e6) : 0;
