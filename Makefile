@@ -19,7 +19,7 @@ CFLAGS    += -std=c11 -O2 -g -fopenmp -Wall -Wextra -Werror=implicit-function-de
              -DATTNBENCH_SUITE_DIR=\"$(CURDIR)/bench/suites\"
 NVFLAGS   += -std=c++17 -O3 -g -lineinfo $(GENCODE) -Xcompiler -Wall \
              --expt-relaxed-constexpr
-LDLIBS    += -lcublas -lcuda -lgomp -lm
+LDLIBS    += -lcublas -lcuda -lgomp -lm -ldl
 
 HOST_SRC  := $(wildcard harness/*.c reference/*.c kernels/*.c bench/cmd_*.c) bench/usage.c
 CU_SRC    := $(wildcard harness/*.cu kernels/*.cu)

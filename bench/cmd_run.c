@@ -98,6 +98,7 @@ static void gpu_process(int fd, command_t cmd, const options_t *o, const job_t *
                         int start, const done_rows_t *done)
 {
     timing_opts_t timing = {.warmup = o->warmup, .iters = o->iters, .min_time_s = o->min_time_s,
+                            .max_noise = o->max_noise_pct / 100.0, .max_time_s = o->max_time_s,
                             .hot = o->hot, .graph = o->graph, .profile = o->profile};
     runner_t runner;
     int verify = cmd == CMD_VERIFY || o->verify;

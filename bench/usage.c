@@ -58,12 +58,16 @@ static const char problem_text[] =
 
 static const char timing_text[] =
     "timing:\n"
-    "  -n, --iters N          timed launches; 0 = adaptive (10 to 1000 launches,\n"
-    "                         enough to fill --min-time)                       [0]\n"
+    "  -n, --iters N          timed launches; 0 = until the relative standard\n"
+    "                         error of the mean is under --max-noise (at least\n"
+    "                         20 launches, at most --max-time)                 [0]\n"
+    "      --max-noise PCT    relative standard error to time down to          [0.5]\n"
+    "      --max-time S       seconds of kernel time that cap the timed launches;\n"
+    "                         a row stopped there above --max-noise is flagged\n"
+    "                         noisy                                            [1]\n"
     "      --warmup N         untimed launches first, then more until the warm-up\n"
     "                         has run --min-time (0 with --iters: none)        [3]\n"
-    "      --min-time S       seconds of kernel time of the warm-up, and that the\n"
-    "                         adaptive count aims at                           [0.1]\n"
+    "      --min-time S       seconds of kernel time of the warm-up            [0.1]\n"
     "      --hot              keep L2 warm (no flush before each timed launch)\n"
     "      --graph            time the launch sequence captured in a CUDA graph\n"
     "      --seed N           seed of the random inputs; 0 = from the clock    [0]\n";

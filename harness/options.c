@@ -22,7 +22,7 @@ enum opt_id {
     OPT_DTYPE, OPT_CACHE, OPT_BLOCK_SIZE, OPT_INDIRECTION, OPT_MULTI_BLOCK, OPT_SPLITS,
     OPT_Q_SCALING, OPT_MODEL, OPT_LAYERS, OPT_KERNEL, OPT_KERNELS, OPT_OUT, OPT_SUITE,
     OPT_RESUME, OPT_VERIFY, OPT_PROFILE, OPT_HOT, OPT_GRAPH, OPT_ITERS, OPT_WARMUP,
-    OPT_MIN_TIME, OPT_SEED, OPT_HELP, OPT_NO_VERIFY, OPT_VERIFY_TIME,
+    OPT_MIN_TIME, OPT_SEED, OPT_HELP, OPT_NO_VERIFY, OPT_VERIFY_TIME, OPT_MAX_NOISE, OPT_MAX_TIME,
 };
 
 /* Where an option may appear: one bit per command, and suite lines. */
@@ -71,6 +71,8 @@ static const opt_def_t opt_defs[] = {
     {"iters", required_argument, OPT_ITERS, 'n', IN(CMD_RUN) | IN(CMD_SWEEP), 0},
     {"warmup", required_argument, OPT_WARMUP, 0, IN(CMD_RUN) | IN(CMD_SWEEP), 0},
     {"min-time", required_argument, OPT_MIN_TIME, 0, IN(CMD_RUN) | IN(CMD_SWEEP), 0},
+    {"max-noise", required_argument, OPT_MAX_NOISE, 0, IN(CMD_RUN) | IN(CMD_SWEEP), 0},
+    {"max-time", required_argument, OPT_MAX_TIME, 0, IN(CMD_RUN) | IN(CMD_SWEEP), 0},
     {"seed", required_argument, OPT_SEED, 0, IN(CMD_RUN) | IN(CMD_SWEEP) | IN(CMD_VERIFY), 0},
     {"help", no_argument, OPT_HELP, 'h', IN(CMD_LIST) | IN(CMD_PEAK) | IN(CMD_RUN) |
                                              IN(CMD_SWEEP) | IN(CMD_VERIFY), 0},
@@ -318,6 +320,8 @@ static int apply_option(const opt_def_t *d, const char *arg, command_t mode, opt
     case OPT_ITERS: return parse_int(opt, arg, 0, &o->iters, msg, len);
     case OPT_WARMUP: return parse_int(opt, arg, 0, &o->warmup, msg, len);
     case OPT_MIN_TIME: return parse_positive_double(opt, arg, &o->min_time_s, msg, len);
+    case OPT_MAX_NOISE: return parse_positive_double(opt, arg, &o->max_noise_pct, msg, len);
+    case OPT_MAX_TIME: return parse_positive_double(opt, arg, &o->max_time_s, msg, len);
     case OPT_SEED: return parse_u64(opt, arg, &o->seed, msg, len);
     default: FAIL("--%s is not handled", d->name);
     }
@@ -384,6 +388,8 @@ static void options_init(options_t *o)
     o->min_time_s = 0.1;
     o->verify = true;
     o->verify_time_s = 1.0;
+    o->max_noise_pct = 0.5;
+    o->max_time_s = 1.0;
 }
 
 /* run measures one configuration: each problem option holds one value. */

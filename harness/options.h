@@ -29,7 +29,9 @@ typedef struct options {
                              * always checked (default 1) */
     int iters;              /* --iters N (0 = adaptive) */
     int warmup;             /* --warmup N (default 3) */
-    double min_time_s;      /* --min-time SECONDS of each configuration's timed phase (default 0.1) */
+    double min_time_s;      /* --min-time SECONDS of each configuration's warm-up (default 0.1) */
+    double max_noise_pct;   /* --max-noise PERCENT: relative standard error to time down to (0.5) */
+    double max_time_s;      /* --max-time SECONDS of kernel time that caps the timed launches (1) */
     uint64_t seed;          /* --seed N (default 0 = fresh from the clock) */
 } options_t;
 

@@ -33,6 +33,8 @@ int runner_open(runner_t *r, const timing_opts_t *timing, bool verify, bool time
         return -1;
     }
     cudaError_t e = device_query(&r->dev);
+    int device = 0;
+    if (e == cudaSuccess && cudaGetDevice(&device) == cudaSuccess) nvml_query(device, &r->nvml);
     if (e == cudaSuccess && time_it) {
         peak_t peak;
         nvtx_push("peak");
@@ -492,6 +494,9 @@ void runner_row(runner_t *r, const problem_t *p, const attn_kernel_t *k, result_
             row->gbps = io.bytes / (t.times.median * 1e3);
             if (r->dev.peak_read_gbps > 0)
                 row->pct_peak_bw = 100.0 * row->gbps / r->dev.peak_read_gbps;
+            if (r->nvml.spec_gbps > 0) row->pct_spec_bw = 100.0 * row->gbps / r->nvml.spec_gbps;
+            stats_flags(&t.times, t.capped_above_target, t.sm_mhz, r->nvml.max_sm_mhz, row->flags,
+                        sizeof row->flags);
         }
         if (e == cudaSuccess && r->verify) {
             nvtx_push("verify");

@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include "../kernels/registry.h"
 #include "csv.h"
+#include "nvml.h"
 #include "timing.h"
 
 #ifdef __cplusplus
@@ -15,6 +16,7 @@ extern "C" {
 
 typedef struct runner {
     device_info_t dev;
+    nvml_info_t nvml;     /* zeros where NVML cannot be reached */
     timer_t_ *timer;
     timing_opts_t timing;
     bool verify;          /* check the output of every row against the CPU reference */

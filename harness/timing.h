@@ -17,16 +17,23 @@ extern "C" {
  * captured into a graph). */
 typedef cudaError_t (*launch_fn)(void *ctx, cudaStream_t s);
 
-/* Adaptive iteration counts stay within these. */
+/* The adaptive warm-up's launch count stays within these. */
 #define TIMING_MIN_ITERS 10
 #define TIMING_MAX_ITERS 1000
+/* The timed launches without --iters: at least, and at most, this many (stats.h
+ * noise_rule_t). */
+#define TIMING_NOISE_MIN_ITERS 20
+#define TIMING_NOISE_MAX_ITERS 100000
 
 typedef struct timing_opts {
     int warmup;          /* launches before timing, >= 0; then more, until the warm-up
                             has run min_time_s (timer_run: the clocks in steady state) */
-    int iters;           /* timed launches; 0 = adaptive: enough to fill min_time_s,
-                            clamped to [TIMING_MIN_ITERS, TIMING_MAX_ITERS] */
-    double min_time_s;   /* adaptive target of kernel time summed over the timed launches */
+    int iters;           /* timed launches; 0 = until the relative standard error of the
+                            mean is at most max_noise (at least TIMING_NOISE_MIN_ITERS),
+                            or max_time_s of kernel time ran (stats.h noise_rule_t) */
+    double min_time_s;   /* kernel time the warm-up fills */
+    double max_noise;    /* target relative standard error of the mean, e.g. 0.005 */
+    double max_time_s;   /* cap of the timed launches' summed kernel time */
     bool hot;            /* do not flush L2 before each timed launch */
     bool graph;          /* time cudaGraphLaunch of fn's captured launch sequence */
     bool profile;        /* cudaProfilerStart/Stop around the timed launches only */
@@ -41,6 +48,8 @@ typedef struct timing_opts {
 typedef struct timing_result {
     sample_summary_t times;
     double sm_mhz;
+    double rel_stderr;          /* relative standard error of the mean of the times */
+    int capped_above_target;    /* the cap (or --iters) ended the launches above max_noise */
 } timing_result_t;
 
 /* Work enqueued around the last timed launch, outside its events: before it (ahead
