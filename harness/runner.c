@@ -359,6 +359,7 @@ void runner_row(runner_t *r, const problem_t *p, const attn_kernel_t *k, result_
     attn_io_t io = run->io(p, &plan);
     row->bytes = io.bytes;
     row->unique_bytes = io.unique_bytes;
+    row->workspace_bytes = io.workspace_bytes;
     row->flops = io.flops;
     if (r->dev.peak_read_gbps > 0) row->peak_gbps = r->dev.peak_read_gbps;
     if (r->dev.peak_tc_tflops > 0) row->peak_tflops = r->dev.peak_tc_tflops;
