@@ -529,9 +529,9 @@ int row_failed(const result_row_t *row)
 
 void runner_print_header(FILE *f)
 {
-    fprintf(f, "%-18s %5s %5s %4s %4s %4s %7s %5s %-5s %-10s %6s %-11s %10s %8s %6s %9s %-8s %5s\n",
+    fprintf(f, "%-18s %5s %5s %4s %4s %4s %7s %5s %-5s %-10s %6s %-11s %10s %8s %6s %9s %-8s %5s %s\n",
             "kernel", "B", "W", "h", "g", "d", "ctx", "gen", "dtype", "cache", "splits", "status",
-            "median_us", "GB/s", "%peak", "rel_err", "verified", "MHz");
+            "median_us", "GB/s", "%peak", "rel_err", "verified", "MHz", "flags");
     fflush(f);
 }
 
@@ -545,9 +545,9 @@ void runner_print_row(FILE *f, const result_row_t *row)
     char cache[24];
     if (row->block_size) snprintf(cache, sizeof cache, "%s%d", row->cache, row->block_size);
     else snprintf(cache, sizeof cache, "%s", row->cache);
-    fprintf(f, "%-18s %5d %5d %4d %4d %4d %7d %5d %-5s %-10s %6d %-11s %10.2f %8.1f %6.1f %9.2e %-8s %5.0f\n",
+    fprintf(f, "%-18s %5d %5d %4d %4d %4d %7d %5d %-5s %-10s %6d %-11s %10.2f %8.1f %6.1f %9.2e %-8s %5.0f %s\n",
             kernel, row->batch, row->beam, row->heads, row->kv_heads, row->head_dim, row->ctx,
             row->gen, row->dtype, cache, row->splits, row->status, row->median_us, row->gbps,
-            row->pct_peak_bw, row->rel_err, row->verified, row->sm_mhz);
+            row->pct_peak_bw, row->rel_err, row->verified, row->sm_mhz, row->flags);
     fflush(f);
 }
