@@ -6,6 +6,8 @@
 #   make plots      render plots/*.png from results CSVs
 #   make ncu ARGS="run ..." / make nsys ARGS="run ..."   profile one configuration
 #   make ci-gpu     CI suite on this GPU, compared with results/baseline/<gpu>.csv
+#   make results [PART=STEP|N]   this GPU's official results into results/<gpu>/, one
+#                   revision, resumable, each call within a 10-minute window (bench/results.sh)
 
 NVCC      ?= nvcc
 CC        ?= gcc
@@ -28,7 +30,7 @@ LIB       := $(BUILD)/libattnbench.a
 TEST_SRC  := $(wildcard tests/test_*.c)
 TEST_BIN  := $(TEST_SRC:tests/%.c=$(BUILD)/tests/%)
 
-.PHONY: FORCE all test cpu-test gpu-verify quick sanitize plots ncu nsys ci-gpu clean
+.PHONY: FORCE all test cpu-test gpu-verify quick sanitize plots ncu nsys ci-gpu results clean
 all: $(BUILD)/attnbench
 
 $(BUILD)/%.o: %.c
@@ -100,6 +102,11 @@ GPU ?= $(shell $(BUILD)/attnbench peak 2>/dev/null | awk '/^gpu/ {gsub(/[()]/, "
 ci-gpu: $(BUILD)/attnbench
 	$(BUILD)/attnbench sweep --suite ci --out $(BUILD)/ci.csv
 	$(BUILD)/attnbench compare results/baseline/$(GPU).csv $(BUILD)/ci.csv
+
+# Every official CSV, log and table of this GPU, from the revision built (run again
+# until it says complete; PART runs one step: a name or its number).
+results: $(BUILD)/attnbench
+	ATTNBENCH=$(BUILD)/attnbench REVISION=$(VERSION) bench/results.sh $(PART)
 
 include plots/plots.mk
 
