@@ -333,7 +333,7 @@ extern "C" cudaError_t timer_run(timer_t_ *t, launch_fn fn, void *ctx, const tim
     if (err == cudaSuccess && stats_summarize(t->samples, iters, &r->times) != 0) err = cudaErrorMemoryAllocation;
     if (err == cudaSuccess) {
         r->rel_stderr = stats_rel_stderr(t->samples, iters);
-        r->capped_above_target = capped || (o->iters > 0 && r->rel_stderr > o->max_noise);
+        r->capped_above_target = capped;
     }
     /* a tenth as many launches again; none under the profilers (--profile), whose
      * replays set clocks of their own */
