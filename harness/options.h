@@ -25,8 +25,8 @@ typedef struct options {
     unsigned grid_set;      /* GRID_FIELD_* bits of the fields the command line set
                              * (by a problem option or by --model) */
     bool resume, verify, profile, hot, graph;   /* verify: on unless --no-verify */
-    double verify_time_s;   /* --verify-time SECONDS of reference per row beyond the rows
-                             * always checked (default 1) */
+    double verify_time_s;   /* --verify-time SECONDS a row's reference may take: rows beyond
+                             * VERIFY_MIN_ROWS are checked while it lasts (default 1) */
     int iters;              /* --iters N (0 = adaptive) */
     int warmup;             /* --warmup N (default 3) */
     double min_time_s;      /* --min-time SECONDS of each configuration's warm-up (default 0.1) */

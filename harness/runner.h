@@ -21,8 +21,9 @@ typedef struct runner {
     timing_opts_t timing;
     bool verify;          /* check the output of every row against the CPU reference */
     bool time;            /* time the kernel (verify alone skips it) */
-    double verify_budget_s; /* seconds of reference computation per row beyond the
-                               VERIFY_MIN_ROWS rows always checked (verify.h) */
+    double verify_budget_s; /* seconds a row's reference may take: rows beyond the
+                               VERIFY_MIN_ROWS always checked (verify.h) are added while
+                               it lasts */
     uint64_t seed;        /* base seed; each configuration derives its own */
     long rows;            /* configurations run so far: varies the seed */
     bool broken;          /* a sticky CUDA error: this process can run nothing more */
