@@ -8,6 +8,8 @@
 #   make plots      render plots/*.png from results CSVs
 #   make ncu ARGS="run ..." / make nsys ARGS="run ..."   profile one configuration
 #   make ci-gpu     CI suite on this GPU, compared with results/baseline/<gpu>.csv
+#   make results [PART=STEP|N]   this GPU's official results into results/<gpu>/, one
+#                   revision, resumable, each call within a 10-minute window (bench/results.sh)
 
 NVCC      ?= nvcc
 CC        ?= gcc
@@ -21,7 +23,7 @@ CFLAGS    += -std=c11 -O2 -g -fopenmp -Wall -Wextra -Werror=implicit-function-de
              -DATTNBENCH_SUITE_DIR=\"$(CURDIR)/bench/suites\"
 NVFLAGS   += -std=c++17 -O3 -g -lineinfo $(GENCODE) -Xcompiler -Wall \
              --expt-relaxed-constexpr
-LDLIBS    += -lcublas -lcuda -lgomp -lm
+LDLIBS    += -lcublas -lcuda -lgomp -lm -ldl
 
 HOST_SRC  := $(wildcard problem/*.c report/*.c harness/*.c reference/*.c kernels/*.c bench/cmd_*.c) bench/usage.c bench/options.c bench/suite.c bench/out_csv.c bench/errors.c
 CU_SRC    := $(wildcard harness/*.cu kernels/*.cu)
@@ -30,7 +32,7 @@ LIB       := $(BUILD)/libattnbench.a
 TEST_SRC  := $(wildcard tests/test_*.c)
 TEST_BIN  := $(TEST_SRC:tests/%.c=$(BUILD)/tests/%)
 
-.PHONY: FORCE all test cpu-test lint gpu-verify quick sanitize fuzz plots ncu nsys ci-gpu clean
+.PHONY: FORCE all test cpu-test lint gpu-verify quick sanitize fuzz plots ncu nsys ci-gpu results clean
 all: $(BUILD)/attnbench
 
 $(BUILD)/%.o: %.c
@@ -144,6 +146,11 @@ GPU ?= $(shell $(BUILD)/attnbench peak 2>/dev/null | awk '/^gpu/ {gsub(/[()]/, "
 ci-gpu: $(BUILD)/attnbench
 	$(BUILD)/attnbench sweep --suite ci --out $(BUILD)/ci.csv --force
 	$(BUILD)/attnbench compare results/baseline/$(GPU).csv $(BUILD)/ci.csv
+
+# Every official CSV, log and table of this GPU, from the revision built (run again
+# until it says complete; PART runs one step: a name or its number).
+results: $(BUILD)/attnbench
+	ATTNBENCH=$(BUILD)/attnbench REVISION=$(VERSION) bench/results.sh $(PART)
 
 include plots/plots.mk
 

@@ -5,6 +5,7 @@
 #include "commands.h"
 #include "usage.h"
 #include "../harness/device.h"
+#include "../harness/nvml.h"
 #include "../harness/peak.h"
 
 int cmd_peak(int argc, char **argv)
@@ -38,5 +39,17 @@ int cmd_peak(int argc, char **argv)
     printf("l2_read_gbps     %.0f\n", peak.l2_read_gbps);
     printf("copy_gbps        %.0f\n", peak.copy_gbps);
     printf("fp16_tc_tflops   %.0f\n", peak.tc_tflops);
+    /* the card's own figures (NVML): the theoretical bandwidth rows' pct_spec_bw is
+     * against, and the SM clock under 90% of which a row is flagged throttled */
+    nvml_info_t nv;
+    int id = 0;
+    if (cudaGetDevice(&id) == cudaSuccess && nvml_query(id, &nv) == 0) {
+        printf("spec_gbps        %.0f (memory clock %.0f MHz x %d-bit bus, NVML)\n", nv.spec_gbps,
+               nv.max_mem_mhz, nv.bus_bits);
+        printf("max_sm_mhz       %.0f\n", nv.max_sm_mhz);
+        printf("read_pct_spec    %.1f\n", 100.0 * peak.read_gbps / nv.spec_gbps);
+    } else {
+        printf("spec_gbps        unknown (NVML not reachable)\n");
+    }
     return 0;
 }

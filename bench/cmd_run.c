@@ -37,11 +37,13 @@ static void gpu_process(int fd, command_t cmd, const options_t *o, const job_t *
                         int start, const out_csv_t *out)
 {
     timing_opts_t timing = {.warmup = o->warmup, .iters = o->iters, .min_time_s = o->min_time_s,
+                            .max_noise = o->max_noise_pct / 100.0, .max_time_s = o->max_time_s,
                             .hot = o->hot, .graph = o->graph, .profile = o->profile};
     runner_t runner;
     int verify = cmd == CMD_VERIFY || o->verify;
     uint64_t seed = o->seed ? o->seed + (uint64_t)start : 0;
     if (runner_open(&runner, &timing, verify, cmd != CMD_VERIFY, seed) != 0) _exit(1);
+    runner.verify_budget_s = o->verify_time_s;
     if (start == 0) {
         if (cmd != CMD_VERIFY)
             printf("# %s: read %.0f GB/s (from L2 %.0f), fp16 tensor cores %.0f TFLOP/s (measured)\n",

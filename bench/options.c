@@ -21,6 +21,7 @@ enum opt_id {
     OPT_RESUME, OPT_FORCE, OPT_VERIFY, OPT_PROFILE, OPT_HOT, OPT_GRAPH, OPT_ITERS, OPT_WARMUP,
     OPT_MIN_TIME, OPT_SEED, OPT_IN, OPT_ROWS, OPT_COLS, OPT_VALUE, OPT_AGG, OPT_WHERE,
     OPT_PAPER, OPT_FORMAT, OPT_THRESHOLD, OPT_CHANGES, OPT_HELP,
+    OPT_NO_VERIFY, OPT_VERIFY_TIME, OPT_MAX_NOISE, OPT_MAX_TIME,
 };
 
 /* Where an option may appear: one bit per command, and suite lines. */
@@ -64,12 +65,16 @@ static const opt_def_t opt_defs[] = {
     {"resume", no_argument, OPT_RESUME, 0, IN(CMD_SWEEP), 0},
     {"force", no_argument, OPT_FORCE, 0, IN(CMD_RUN) | IN(CMD_SWEEP), 0},
     {"verify", no_argument, OPT_VERIFY, 0, IN(CMD_RUN) | IN(CMD_SWEEP), 0},
+    {"no-verify", no_argument, OPT_NO_VERIFY, 0, IN(CMD_RUN) | IN(CMD_SWEEP), 0},
+    {"verify-time", required_argument, OPT_VERIFY_TIME, 0, IN(CMD_RUN) | IN(CMD_SWEEP) | IN(CMD_VERIFY), 0},
     {"profile", no_argument, OPT_PROFILE, 0, IN(CMD_RUN), 0},
     {"hot", no_argument, OPT_HOT, 0, IN(CMD_RUN) | IN(CMD_SWEEP), 0},
     {"graph", no_argument, OPT_GRAPH, 0, IN(CMD_RUN) | IN(CMD_SWEEP), 0},
     {"iters", required_argument, OPT_ITERS, 'n', IN(CMD_RUN) | IN(CMD_SWEEP), 0},
     {"warmup", required_argument, OPT_WARMUP, 0, IN(CMD_RUN) | IN(CMD_SWEEP), 0},
     {"min-time", required_argument, OPT_MIN_TIME, 0, IN(CMD_RUN) | IN(CMD_SWEEP), 0},
+    {"max-noise", required_argument, OPT_MAX_NOISE, 0, IN(CMD_RUN) | IN(CMD_SWEEP), 0},
+    {"max-time", required_argument, OPT_MAX_TIME, 0, IN(CMD_RUN) | IN(CMD_SWEEP), 0},
     {"seed", required_argument, OPT_SEED, 0, IN(CMD_RUN) | IN(CMD_SWEEP) | IN(CMD_VERIFY), 0},
     {"in", required_argument, OPT_IN, 0, IN(CMD_TABLE), 0},
     {"rows", required_argument, OPT_ROWS, 0, IN(CMD_TABLE), 0},
@@ -393,12 +398,16 @@ static int apply_option(const opt_def_t *d, const char *arg, command_t mode, opt
     case OPT_RESUME: o->resume = true; return 0;
     case OPT_FORCE: o->force = true; return 0;
     case OPT_VERIFY: o->verify = true; return 0;
+    case OPT_NO_VERIFY: o->verify = false; return 0;
+    case OPT_VERIFY_TIME: return parse_positive_double(opt, arg, &o->verify_time_s, msg, len);
     case OPT_PROFILE: o->profile = true; return 0;
     case OPT_HOT: o->hot = true; return 0;
     case OPT_GRAPH: o->graph = true; return 0;
     case OPT_ITERS: return parse_int(opt, arg, 0, TIMING_ITERS_LIMIT, &o->iters, msg, len);
     case OPT_WARMUP: return parse_int(opt, arg, 0, TIMING_ITERS_LIMIT, &o->warmup, msg, len);
     case OPT_MIN_TIME: return parse_positive_double(opt, arg, &o->min_time_s, msg, len);
+    case OPT_MAX_NOISE: return parse_positive_double(opt, arg, &o->max_noise_pct, msg, len);
+    case OPT_MAX_TIME: return parse_positive_double(opt, arg, &o->max_time_s, msg, len);
     case OPT_SEED: return parse_u64(opt, arg, &o->seed, msg, len);
     default: return apply_table_option(d, arg, o, msg, len);
     }
@@ -473,6 +482,10 @@ static void options_init(options_t *o)
     o->min_time_s = 0.1;
     table_opts_init(&o->table);
     o->threshold = 0.05;
+    o->verify = true;
+    o->verify_time_s = 1.0;
+    o->max_noise_pct = 0.5;
+    o->max_time_s = 1.0;
 }
 
 /* run measures one configuration: each problem option holds one value. */

@@ -27,10 +27,14 @@ typedef struct options {
     const char *suite;      /* sweep: --suite NAME|PATH (optional); verify: quick|full, default quick */
     unsigned grid_set;      /* GRID_FIELD_* bits of the fields the command line set
                              * (by a problem option or by --model) */
-    bool resume, force, verify, profile, hot, graph;
-    int iters;              /* --iters N (0 = adaptive), at most TIMING_ITERS_LIMIT */
+    bool resume, force, verify, profile, hot, graph;   /* verify: on unless --no-verify */
+    double verify_time_s;   /* --verify-time SECONDS a row's reference may take: rows beyond
+                             * VERIFY_MIN_ROWS are checked while it lasts (default 1) */
+    int iters;              /* --iters N (0 = until --max-noise), at most TIMING_ITERS_LIMIT */
     int warmup;             /* --warmup N (default 3), at most TIMING_ITERS_LIMIT */
-    double min_time_s;      /* --min-time SECONDS of each configuration's timed phase (default 0.1) */
+    double min_time_s;      /* --min-time SECONDS of each configuration's warm-up (default 0.1) */
+    double max_noise_pct;   /* --max-noise PERCENT: relative standard error to time down to (0.5) */
+    double max_time_s;      /* --max-time SECONDS of kernel time that caps the timed launches (1) */
     uint64_t seed;          /* --seed N (default 0 = fresh from the clock) */
     /* table: --in files (at least one), and the pivot's options */
     const char *inputs[TABLE_INPUTS_MAX]; int n_inputs;

@@ -2,6 +2,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <stdint.h>
 #include <cuda_runtime_api.h>
 #include "runner.h"
 #include "device.h"
@@ -12,16 +13,11 @@
 #include "peak.h"
 #include "../problem/presets.h"
 #include "../problem/logical_data.h"
+#include "verify.h"
 #include "../reference/reference.h"
 
 /* the source revision, written by the Makefile into build/version.c */
 extern const char attnbench_version[];
-
-/* Verification checks every (stream, head) row while that costs at most this many
- * double-precision multiply-adds, else a random sample of rows (never fewer than
- * VERIFY_MIN_ROWS, always including the first and the last). */
-#define VERIFY_MAC_BUDGET (1L << 28)
-#define VERIFY_MIN_ROWS 24
 
 int runner_open(runner_t *r, const timing_opts_t *timing, bool verify, bool time_it,
                 uint64_t seed)
@@ -29,6 +25,7 @@ int runner_open(runner_t *r, const timing_opts_t *timing, bool verify, bool time
     memset(r, 0, sizeof *r);
     r->timing = *timing;
     r->verify = verify;
+    r->verify_budget_s = 1.0;
     r->time = time_it;
     r->seed = seed ? seed : ((uint64_t)time(NULL) << 20) ^ (uint64_t)clock();
     if (!device_available()) {
@@ -36,6 +33,8 @@ int runner_open(runner_t *r, const timing_opts_t *timing, bool verify, bool time
         return -1;
     }
     cudaError_t e = device_query(&r->dev);
+    int device = 0;
+    if (e == cudaSuccess && cudaGetDevice(&device) == cudaSuccess) nvml_query(device, &r->nvml);
     if (e == cudaSuccess && time_it) {
         peak_t peak;
         nvtx_push("peak");
@@ -142,6 +141,7 @@ void runner_describe_row(const runner_t *r, const problem_t *p, const attn_kerne
 /* Everything one configuration allocates; freed in one place. */
 typedef struct buffers {
     void *q, *out, *kv[2], *workspace;
+    void *last_out;   /* the last verified launch's output, copied aside */
     int32_t *block_table, *owner, *first_pos, *indirection;
     int32_t *host_indirection;
     paged_map_t map;
@@ -150,7 +150,7 @@ typedef struct buffers {
 
 static void buffers_free(buffers_t *b)
 {
-    void *all[] = {b->q, b->out, b->kv[0], b->kv[1], b->workspace,
+    void *all[] = {b->q, b->out, b->kv[0], b->kv[1], b->workspace, b->last_out,
                    b->block_table, b->owner, b->first_pos, b->indirection};
     for (size_t i = 0; i < sizeof all / sizeof all[0]; ++i)
         if (all[i]) cudaFree(all[i]);
@@ -181,54 +181,173 @@ static cudaError_t launch_step(void *ctx, cudaStream_t s)
     return a->plan.runs->launch(a, s);
 }
 
-/* Compares the device output with the CPU reference on all rows or a sample. */
-static cudaError_t verify_output(const problem_t *p, const attn_args_t *a,
-                                 const int32_t *host_indirection, uint64_t seed,
-                                 result_row_t *row)
+/* The output rows checked against the reference and the reference's values of them
+ * (n rows of d doubles), computed once and judged against every verified launch. */
+typedef struct checked_rows {
+    long n;
+    long *at;
+    double *want;
+} checked_rows_t;
+
+static void checked_rows_free(checked_rows_t *c)
 {
-    int d = p->head_dim;
-    long rows = (long)problem_streams(p) * p->heads;
-    size_t n = (size_t)rows * d;
-    float *got = malloc(n * sizeof *got);
-    if (!got) return cudaErrorMemoryAllocation;
-    cudaError_t e = download_as_float(a->out, (int64_t)n, p->dtype, got);
-    if (e == cudaSuccess) {
-        ref_source_t src = {0};
-        src.p = p;
-        src.geom = a->geom;
-        src.seed = seed;
-        src.indirection = host_indirection;
-        double per_row = 2.0 * problem_keys(p) * d;
-        long check = (long)(VERIFY_MAC_BUDGET / per_row);
-        if (check < VERIFY_MIN_ROWS) check = VERIFY_MIN_ROWS;
-        if (check > rows) check = rows;
-        /* rows are independent: the reference of each runs on its own core */
-        long *at = malloc((size_t)check * sizeof *at);
-        double *want = malloc((size_t)check * d * sizeof *want);
-        if (!at || !want) {
-            free(at);
-            free(want);
-            free(got);
-            return cudaErrorMemoryAllocation;
+    free(c->at);
+    free(c->want);
+    memset(c, 0, sizeof *c);
+}
+
+static double seconds_now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec + 1e-9 * ts.tv_nsec;
+}
+
+typedef struct keyed_row {
+    long key, row;
+} keyed_row_t;
+
+static int by_key(const void *a, const void *b)
+{
+    const keyed_row_t *x = a, *y = b;
+    return x->key != y->key ? (x->key > y->key) - (x->key < y->key) : (x->row > y->row) - (x->row < y->row);
+}
+
+/* The reference of rows at[from..to), reordered there by (request, kv head): the rows
+ * of one such group share their context, materialised once (reference_ctx_fill),
+ * which makes a row a few times cheaper than computing its keys' values anew. Rows
+ * are independent: each runs on its own core. Returns -1 when memory runs out. */
+static int reference_rows(const ref_source_t *src, long *at, long from, long to, double *want)
+{
+    const problem_t *p = src->p;
+    const int d = p->head_dim;
+    long n = to - from;
+    keyed_row_t *k = malloc((size_t)(n > 0 ? n : 1) * sizeof *k);
+    float *ctx = malloc((size_t)2 * (p->ctx > 0 ? p->ctx : 1) * d * sizeof *ctx);
+    if (!k || !ctx) {
+        free(k);
+        free(ctx);
+        return -1;
+    }
+    for (long i = 0; i < n; ++i) {
+        long stream = at[from + i] / p->heads, head = at[from + i] % p->heads;
+        k[i].key = stream / p->beam * p->kv_heads + head / problem_group(p);
+        k[i].row = at[from + i];
+    }
+    qsort(k, (size_t)n, sizeof *k, by_key);
+    for (long i = 0; i < n; ++i) at[from + i] = k[i].row;
+    for (long i = 0, j; i < n; i = j) {
+        for (j = i + 1; j < n && k[j].key == k[i].key; ++j) {}
+        ref_source_t group = *src;
+        if (j - i > 1 && p->ctx > 0) {
+            group.ctx_request = (int)(k[i].key / p->kv_heads);
+            group.ctx_head = (int)(k[i].key % p->kv_heads);
+            reference_ctx_fill(&group, group.ctx_request, group.ctx_head, ctx);
+            group.ctx_kv = ctx;
         }
-        for (long i = 0; i < check; ++i) /* all rows, or first, last, then random ones */
-            at[i] = check == rows ? i
-                  : i == 0 ? 0 : i == 1 ? rows - 1 : (long)(splitmix64(seed + i) % rows);
 #pragma omp parallel for schedule(dynamic)
-        for (long i = 0; i < check; ++i)
-            reference_row(&src, (int)(at[i] / p->heads), (int)(at[i] % p->heads), want + i * d);
-        err_acc_t acc = {0};
-        for (long i = 0; i < check; ++i) err_add(&acc, want + i * d, got + (size_t)at[i] * d, d);
-        free(at);
-        free(want);
-        row->rel_err = err_rel(&acc);
-        row->max_abs_err = acc.max_abs;
-        int ok = acc.nonfinite == 0 && row->rel_err <= tolerance_for(p->dtype);
-        snprintf(row->verified, sizeof row->verified, "%s", ok ? "yes" : "no");
-        if (!ok) snprintf(row->status, sizeof row->status, "%s", "mismatch");
+        for (long r = from + i; r < from + j; ++r)
+            reference_row(&group, (int)(at[r] / p->heads), (int)(at[r] % p->heads), want + r * d);
+    }
+    free(k);
+    free(ctx);
+    return 0;
+}
+
+/* Picks the checked rows (verify_pick_rows) and computes their reference: all rows or
+ * VERIFY_MIN_ROWS of them, then more, as many as the time the first ones took says
+ * fit in budget_s seconds, all of them where they fit. Returns -1 when memory runs out. */
+static int checked_rows_make(const ref_source_t *src, uint64_t seed, double budget_s,
+                             checked_rows_t *c)
+{
+    const problem_t *p = src->p;
+    long rows = (long)problem_streams(p) * p->heads, d = p->head_dim;
+    memset(c, 0, sizeof *c);
+    c->at = malloc((size_t)rows * sizeof *c->at);
+    long *drawn = malloc((size_t)rows * sizeof *drawn);
+    long want = rows < VERIFY_MIN_ROWS ? rows : VERIFY_MIN_ROWS;
+    c->want = malloc((size_t)want * d * sizeof *c->want);
+    c->n = c->at && c->want && drawn ? verify_pick_rows(p, want, seed, c->at) : -1;
+    double t0 = seconds_now();
+    if (c->n < 0 || reference_rows(src, c->at, 0, c->n, c->want) != 0) goto fail;
+    double spent = seconds_now() - t0;
+    if (c->n == rows || spent >= budget_s) {
+        free(drawn);
+        return 0;
+    }
+    double more = spent > 0 ? (budget_s - spent) / (spent / c->n) : (double)rows;
+    long total = more >= (double)(rows - c->n) ? rows : c->n + (long)more;
+    double *grown = realloc(c->want, (size_t)total * d * sizeof *grown);
+    if (!grown) goto fail;
+    c->want = grown;
+    /* all rows: in order, computed anew; fewer: the same draws continue the first
+     * ones (verify_pick_rows), whose reference is kept */
+    long from = total == rows ? 0 : c->n;
+    if (verify_pick_rows(p, total, seed, drawn) != total) goto fail;
+    memcpy(c->at + from, drawn + from, (size_t)(total - from) * sizeof *drawn);
+    if (reference_rows(src, c->at, from, total, c->want) != 0) goto fail;
+    c->n = total;
+    free(drawn);
+    return 0;
+fail:
+    free(drawn);
+    return -1;
+}
+
+/* Judges the output in out (device) against the checked rows and records it in row:
+ * the worst of every judged launch stays (rel_err, max_abs_err), one failure makes
+ * the row a mismatch, with a line on stderr naming the worst row. */
+static cudaError_t judge_output(const problem_t *p, const void *out, const checked_rows_t *c,
+                                const char *which, result_row_t *row)
+{
+    long rows = (long)problem_streams(p) * p->heads;
+    float *got = malloc((size_t)rows * p->head_dim * sizeof *got);
+    if (!got) return cudaErrorMemoryAllocation;
+    cudaError_t e = download_as_float(out, (int64_t)rows * p->head_dim, p->dtype, got);
+    if (e == cudaSuccess) {
+        verify_verdict_t v;
+        double tol = tolerance_for(p->dtype), bound = verify_abs_bound(p->dtype, KV_AMPLITUDE);
+        verify_judge(got, rows, p->head_dim, c->at, c->want, c->n, tol, bound, &v);
+        if (!(row->rel_err >= v.worst_rel)) row->rel_err = v.worst_rel;
+        if (!(row->max_abs_err >= v.max_abs)) row->max_abs_err = v.max_abs;
+        if (!v.ok) {
+            char what[160];
+            problem_describe(p, what, sizeof what);
+            fprintf(stderr,
+                    "attnbench: %s %s: %s launch wrong: worst row %ld (stream %ld, head %ld) "
+                    "rel err %.3e (tolerance %.1e), max abs err %.3e (bound %.1e), %ld of %ld "
+                    "elements NaN/Inf, %ld of %ld rows checked\n",
+                    row->kernel, what, which, v.worst_row, v.worst_row / p->heads,
+                    v.worst_row % p->heads, v.worst_rel, tol, v.max_abs, bound, v.nonfinite,
+                    rows * p->head_dim, v.checked, rows);
+            snprintf(row->status, sizeof row->status, "%s", "mismatch");
+        }
+        snprintf(row->verified, sizeof row->verified, "%s",
+                 v.ok && strcmp(row->verified, "no") != 0 ? "yes" : "no");
     }
     free(got);
     return e;
+}
+
+/* Around the last timed launch (timer_last_t): the output poisoned before it, copied
+ * aside after it, so that a stale correct output left by earlier launches cannot pass. */
+typedef struct last_launch {
+    void *out, *copy;
+    size_t bytes;
+    int64_t elements;
+    dtype_t dtype;
+} last_launch_t;
+
+static cudaError_t poison_output(void *ctx, cudaStream_t s)
+{
+    last_launch_t *l = (last_launch_t *)ctx;
+    return fill_nan(l->out, l->elements, l->dtype, s);
+}
+
+static cudaError_t keep_output(void *ctx, cudaStream_t s)
+{
+    last_launch_t *l = (last_launch_t *)ctx;
+    return cudaMemcpyAsync(l->copy, l->out, l->bytes, cudaMemcpyDeviceToDevice, s);
 }
 
 /* After an error: a sticky one (an illegal address, a trap) leaves the CUDA context
@@ -250,7 +369,10 @@ void runner_row(runner_t *r, const problem_t *p, const attn_kernel_t *k, result_
     attn_io_t io = run->io(p, &plan);
     row->bytes = io.bytes;
     row->unique_bytes = io.unique_bytes;
+    row->workspace_bytes = io.workspace_bytes;
     row->flops = io.flops;
+    if (r->dev.peak_read_gbps > 0) row->peak_gbps = r->dev.peak_read_gbps;
+    if (r->dev.peak_tc_tflops > 0) row->peak_tflops = r->dev.peak_tc_tflops;
     if (r->dev.peak_read_gbps > 0) {
         double t_bytes = io.unique_bytes / (r->dev.peak_read_gbps * 1e3);
         double t_flops = r->dev.peak_tc_tflops > 0 ? io.flops / (r->dev.peak_tc_tflops * 1e6) : 0;
@@ -337,17 +459,42 @@ void runner_row(runner_t *r, const problem_t *p, const attn_kernel_t *k, result_
      * call returns; the timer's stream does not wait for that stream. (Ours above are
      * ordered on s, before the fills that read owner/first_pos.) */
     CK(cudaDeviceSynchronize());
-    /* One launch on the poisoned output, then the check, then the timing. */
+    /* One launch on the poisoned output, then the check, then the timing, whose last
+     * launch is checked too (without timing, a second launch on a poisoned output). */
     CK(launch_step(&a, s));
     CK(cudaStreamSynchronize(s));
+    checked_rows_t checked = {0};
+    int64_t out_elements = (int64_t)problem_streams(p) * p->heads * p->head_dim;
+    last_launch_t last = {b.out, NULL, m.out, out_elements, p->dtype};
+    timer_last_t last_hooks = {poison_output, keep_output, &last};
     if (e == cudaSuccess && r->verify) {
         nvtx_push("verify");
-        e = verify_output(p, &a, b.host_indirection, seed, row);
+        ref_source_t src = {0};
+        src.p = p;
+        src.geom = a.geom;
+        src.seed = seed;
+        src.indirection = b.host_indirection;
+        if (checked_rows_make(&src, splitmix64(seed ^ 0x5eed), r->verify_budget_s, &checked) != 0)
+            e = cudaErrorMemoryAllocation;
+        CK(judge_output(p, b.out, &checked, "first", row));
+        CK(alloc(&b.last_out, m.out));
+        last.copy = b.last_out;
+        if (!r->time) {
+            CK(poison_output(&last, s));
+            CK(launch_step(&a, s));
+            CK(keep_output(&last, s));
+            CK(cudaStreamSynchronize(s));
+            CK(judge_output(p, b.last_out, &checked, "second", row));
+        }
         nvtx_pop();
     }
     if (e == cudaSuccess && r->time) {
         timing_result_t t;
-        e = timer_run(r->timer, launch_step, &a, &r->timing, &t); /* pushes warm-up, timed */
+        /* Under --profile the profilers would catch the poison and the copy among the
+         * timed launches: there the last launch is not checked. */
+        bool check_last = r->verify && !r->timing.profile;
+        /* pushes warm-up, timed */
+        e = timer_run(r->timer, launch_step, &a, &r->timing, check_last ? &last_hooks : NULL, &t);
         if (e == cudaSuccess) {
             row->iters = t.times.n;
             row->median_us = t.times.median;
@@ -360,8 +507,17 @@ void runner_row(runner_t *r, const problem_t *p, const attn_kernel_t *k, result_
             row->gbps = io.bytes / (t.times.median * 1e3);
             if (r->dev.peak_read_gbps > 0)
                 row->pct_peak_bw = 100.0 * row->gbps / r->dev.peak_read_gbps;
+            if (r->nvml.spec_gbps > 0) row->pct_spec_bw = 100.0 * row->gbps / r->nvml.spec_gbps;
+            stats_flags(&t.times, t.capped_above_target, t.sm_mhz, r->nvml.max_sm_mhz, row->flags,
+                        sizeof row->flags);
+        }
+        if (e == cudaSuccess && check_last) {
+            nvtx_push("verify");
+            e = judge_output(p, b.last_out, &checked, "last timed", row);
+            nvtx_pop();
         }
     }
+    checked_rows_free(&checked);
 #undef CK
     if (set_up && run->teardown) run->teardown(&a);
     buffers_free(&b);
@@ -385,9 +541,9 @@ int row_failed(const result_row_t *row)
 
 void runner_print_header(FILE *f)
 {
-    fprintf(f, "%-18s %5s %5s %4s %4s %4s %7s %5s %-5s %-10s %6s %-11s %10s %8s %6s %9s %-8s %5s\n",
+    fprintf(f, "%-18s %5s %5s %4s %4s %4s %7s %5s %-5s %-10s %6s %-11s %10s %8s %6s %9s %-8s %5s %s\n",
             "kernel", "B", "W", "h", "g", "d", "ctx", "gen", "dtype", "cache", "splits", "status",
-            "median_us", "GB/s", "%peak", "rel_err", "verified", "MHz");
+            "median_us", "GB/s", "%peak", "rel_err", "verified", "MHz", "flags");
     fflush(f);
 }
 
@@ -401,9 +557,9 @@ void runner_print_row(FILE *f, const result_row_t *row)
     char cache[24];
     if (row->block_size) snprintf(cache, sizeof cache, "%s%d", row->cache, row->block_size);
     else snprintf(cache, sizeof cache, "%s", row->cache);
-    fprintf(f, "%-18s %5d %5d %4d %4d %4d %7d %5d %-5s %-10s %6d %-11s %10.2f %8.1f %6.1f %9.2e %-8s %5.0f\n",
+    fprintf(f, "%-18s %5d %5d %4d %4d %4d %7d %5d %-5s %-10s %6d %-11s %10.2f %8.1f %6.1f %9.2e %-8s %5.0f %s\n",
             kernel, row->batch, row->beam, row->heads, row->kv_heads, row->head_dim, row->ctx,
             row->gen, row->dtype, cache, row->splits, row->status, row->median_us, row->gbps,
-            row->pct_peak_bw, row->rel_err, row->verified, row->sm_mhz);
+            row->pct_peak_bw, row->rel_err, row->verified, row->sm_mhz, row->flags);
     fflush(f);
 }

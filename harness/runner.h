@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include "../kernels/registry.h"
 #include "../report/csv.h"
+#include "nvml.h"
 #include "timing.h"
 
 #ifdef __cplusplus
@@ -15,10 +16,14 @@ extern "C" {
 
 typedef struct runner {
     device_info_t dev;
+    nvml_info_t nvml;     /* zeros where NVML cannot be reached */
     timer_t_ *timer;
     timing_opts_t timing;
     bool verify;          /* check the output of every row against the CPU reference */
     bool time;            /* time the kernel (verify alone skips it) */
+    double verify_budget_s; /* seconds a row's reference may take: rows beyond the
+                               VERIFY_MIN_ROWS always checked (verify.h) are added while
+                               it lasts */
     uint64_t seed;        /* base seed; each configuration derives its own */
     long rows;            /* configurations run so far: varies the seed */
     bool broken;          /* a sticky CUDA error: this process can run nothing more */

@@ -2,6 +2,7 @@
 #include "stats_internal.h"
 
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -57,4 +58,41 @@ double stats_clock_mhz(unsigned long long ns0, unsigned long long cycles0, unsig
     if (ns0 == 0 || ns1 == 0 || ns1 <= ns0 || cycles1 <= cycles0)
         return NAN;
     return 1e3 * (double)(cycles1 - cycles0) / (double)(ns1 - ns0);
+}
+
+double stats_rel_stderr(const double *samples, int n)
+{
+    if (n < 2) return 0.0;
+    double sum = 0.0, sq = 0.0;
+    for (int i = 0; i < n; ++i) sum += samples[i];
+    double mean = sum / n;
+    for (int i = 0; i < n; ++i) sq += (samples[i] - mean) * (samples[i] - mean);
+    return mean != 0.0 ? sqrt(sq / (n - 1)) / fabs(mean) / sqrt((double)n) : 0.0;
+}
+
+int stats_next_batch(const noise_rule_t *rule, int n, double rse, double total_s, int *capped)
+{
+    *capped = 0;
+    if (n < rule->min_iters) return rule->min_iters - n;
+    if (rse <= rule->max_noise) return 0;
+    if (total_s >= rule->max_time_s || n >= rule->max_iters) {
+        *capped = 1;
+        return 0;
+    }
+    /* rse falls as 1 / sqrt(n): n * (rse / target)^2 launches reach the target */
+    double want = n * (rse / rule->max_noise) * (rse / rule->max_noise) - n;
+    double by_time = n * (rule->max_time_s - total_s) / total_s;
+    if (want > n) want = n;
+    if (total_s > 0 && want > by_time) want = by_time;
+    if (want > rule->max_iters - n) want = rule->max_iters - n;
+    return want < 1 ? 1 : (int)ceil(want);
+}
+
+void stats_flags(const sample_summary_t *s, int capped_above_target, double sm_mhz,
+                 double max_sm_mhz, char *buf, size_t len)
+{
+    int noisy = capped_above_target || (s->p10 > 0 && s->p90 / s->p10 > NOISY_P90_OVER_P10);
+    int throttled = sm_mhz > 0 && max_sm_mhz > 0 && sm_mhz < THROTTLED_CLOCK_FRACTION * max_sm_mhz;
+    snprintf(buf, len, "%s%s%s", noisy ? "noisy" : "", noisy && throttled ? ";" : "",
+             throttled ? "throttled" : "");
 }

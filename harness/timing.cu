@@ -159,24 +159,29 @@ static cudaError_t launch_step(timer_t_ *t, const step_t *s)
     return err;
 }
 
-/* n launches, launch i between events start[i] and stop[i]; the flush before it
- * lies outside the events. Per-launch microseconds land in t->samples. */
-static cudaError_t timed_launches(timer_t_ *t, const step_t *s, int n, bool hot)
+/* n launches, launch i between events start[first + i] and stop[first + i]; the flush before it
+ * lies outside the events, and so does last's work around launch n - 1 (last may be
+ * NULL). Per-launch microseconds land in t->samples. */
+static cudaError_t timed_launches(timer_t_ *t, const step_t *s, int first, int n, bool hot,
+                                  const timer_last_t *last)
 {
-    cudaError_t err = ensure_events(t, n);
-    for (int i = 0; i < n && err == cudaSuccess; ++i) {
-        if (!hot) err = flush_l2(t);
+    cudaError_t err = ensure_events(t, first + n);
+    for (int i = first; i < first + n && err == cudaSuccess; ++i) {
+        bool is_last = last && i == first + n - 1;
+        if (is_last && last->before) err = last->before(last->ctx, t->stream);
+        if (err == cudaSuccess && !hot) err = flush_l2(t);
         if (err == cudaSuccess) err = cudaEventRecord(t->start[i], t->stream);
         if (err == cudaSuccess) err = launch_step(t, s);
         if (err == cudaSuccess) err = cudaEventRecord(t->stop[i], t->stream);
+        if (err == cudaSuccess && is_last && last->after) err = last->after(last->ctx, t->stream);
     }
     if (err != cudaSuccess) return err;
-    return n > 0 ? cudaEventSynchronize(t->stop[n - 1]) : cudaSuccess;
+    return n > 0 ? cudaEventSynchronize(t->stop[first + n - 1]) : cudaSuccess;
 }
 
-static cudaError_t collect_samples(timer_t_ *t, int n)
+static cudaError_t collect_samples(timer_t_ *t, int first, int n)
 {
-    for (int i = 0; i < n; ++i) {
+    for (int i = first; i < first + n; ++i) {
         float ms = 0.0f;
         cudaError_t err = cudaEventElapsedTime(&ms, t->start[i], t->stop[i]);
         if (err != cudaSuccess) return err;
@@ -223,41 +228,64 @@ static int adaptive_iters(double launch_us, double min_time_s)
  * cap binds, measured the same plan (bifurcated, then auto) up to 9% apart back to
  * back, and with the longer warm-up within 2.5% (H100, results/h100/steady/). With
  * --warmup 0 and a fixed --iters there is no warm-up at all. */
-static cudaError_t warm_up(timer_t_ *t, const step_t *s, const timing_opts_t *o, int *iters)
+static cudaError_t warm_up(timer_t_ *t, const step_t *s, const timing_opts_t *o)
 {
     int n = o->warmup;
     if (o->iters == 0 && n < 1) n = 1;
     nvtx_push(NVTX_PHASE_WARMUP);
     sample_summary_t w = {0};
-    cudaError_t err = timed_launches(t, s, n, o->hot);
-    if (err == cudaSuccess) err = collect_samples(t, n);
+    cudaError_t err = timed_launches(t, s, 0, n, o->hot, NULL);
+    if (err == cudaSuccess) err = collect_samples(t, 0, n);
     if (err == cudaSuccess && n > 0 && stats_summarize(t->samples, n, &w) != 0) err = cudaErrorMemoryAllocation;
     const int more = n > 0 ? adaptive_iters(w.median, o->min_time_s) - n : 0;
     if (err == cudaSuccess && more > 0) {
         /* the steady part, whose median sizes the timed phase */
-        err = timed_launches(t, s, more, o->hot);
-        if (err == cudaSuccess) err = collect_samples(t, more);
+        err = timed_launches(t, s, 0, more, o->hot, NULL);
+        if (err == cudaSuccess) err = collect_samples(t, 0, more);
         if (err == cudaSuccess && stats_summarize(t->samples, more, &w) != 0) err = cudaErrorMemoryAllocation;
     }
     nvtx_pop();
-    if (err != cudaSuccess) return err;
-    *iters = o->iters > 0 ? o->iters : adaptive_iters(w.median, o->min_time_s);
-    return cudaSuccess;
+    return err;
 }
 
-static cudaError_t measure(timer_t_ *t, const step_t *s, const timing_opts_t *o, int iters)
+/* Launches until the noise rule (stats_next_batch) says enough, in batches, each
+ * batch's last launch getting last's work (so the final one is the last timed launch);
+ * with --iters, exactly that many. *n: launches timed, *capped: the cap, not the
+ * target, ended them (with --iters: the count ended them above the target). */
+static cudaError_t timed_phase(timer_t_ *t, const step_t *s, const timing_opts_t *o,
+                               const timer_last_t *last, int *n, int *capped)
+{
+    noise_rule_t rule = {o->max_noise, TIMING_NOISE_MIN_ITERS, o->max_time_s, TIMING_NOISE_MAX_ITERS};
+    if (o->iters > 0) rule.min_iters = rule.max_iters = o->iters;
+    double total_s = 0.0;
+    int batch = rule.min_iters;
+    cudaError_t err = cudaSuccess;
+    *n = 0;
+    *capped = 0;
+    while (batch > 0 && err == cudaSuccess) {
+        err = timed_launches(t, s, *n, batch, o->hot, last);
+        if (err == cudaSuccess) err = collect_samples(t, *n, batch);
+        for (int i = *n; i < *n + batch && err == cudaSuccess; ++i) total_s += 1e-6 * t->samples[i];
+        *n += batch;
+        if (err == cudaSuccess)
+            batch = stats_next_batch(&rule, *n, stats_rel_stderr(t->samples, *n), total_s, capped);
+    }
+    return err;
+}
+
+static cudaError_t measure(timer_t_ *t, const step_t *s, const timing_opts_t *o,
+                           const timer_last_t *last, int *iters, int *capped)
 {
     nvtx_push(NVTX_PHASE_TIMED);
     cudaError_t err = o->profile ? cudaProfilerStart() : cudaSuccess;
     if (err == cudaSuccess) {
-        err = timed_launches(t, s, iters, o->hot);
+        err = timed_phase(t, s, o, last, iters, capped);
         if (o->profile) {
             cudaError_t stop_err = cudaProfilerStop();
             if (err == cudaSuccess) err = stop_err;
         }
     }
     nvtx_pop();
-    if (err == cudaSuccess) err = collect_samples(t, iters);
     return err;
 }
 
@@ -275,7 +303,7 @@ static cudaError_t clock_phase(timer_t_ *t, const step_t *s, bool hot, int n, do
     nvtx_push(NVTX_PHASE_CLOCK);
     cudaError_t err = cudaMemsetAsync(t->stamps, 0, 2 * sizeof *t->stamps, t->stream);
     if (err == cudaSuccess) err = clock_stamp(t, &t->stamps[0]);
-    if (err == cudaSuccess) err = timed_launches(t, s, n, hot);
+    if (err == cudaSuccess) err = timed_launches(t, s, 0, n, hot, NULL);
     if (err == cudaSuccess) err = clock_stamp(t, &t->stamps[1]);
     if (err == cudaSuccess) err = cudaMemcpyAsync(host, t->stamps, sizeof host, cudaMemcpyDeviceToHost, t->stream);
     if (err == cudaSuccess) err = cudaStreamSynchronize(t->stream);
@@ -286,7 +314,7 @@ static cudaError_t clock_phase(timer_t_ *t, const step_t *s, bool hot, int n, do
 }
 
 extern "C" cudaError_t timer_run(timer_t_ *t, launch_fn fn, void *ctx, const timing_opts_t *o,
-                                 timing_result_t *r)
+                                 const timer_last_t *last, timing_result_t *r)
 {
     if (r) memset(r, 0, sizeof *r);
     if (!t || !fn || !o || !r || o->warmup < 0 || o->iters < 0 || o->iters > TIMING_ITERS_LIMIT ||
@@ -297,9 +325,14 @@ extern "C" cudaError_t timer_run(timer_t_ *t, launch_fn fn, void *ctx, const tim
     cudaError_t err = o->graph ? capture(t, fn, ctx, &s.exec) : cudaSuccess;
     int iters = 0;
     r->sm_mhz = NAN;
-    if (err == cudaSuccess) err = warm_up(t, &s, o, &iters);
-    if (err == cudaSuccess) err = measure(t, &s, o, iters);
+    int capped = 0;
+    if (err == cudaSuccess) err = warm_up(t, &s, o);
+    if (err == cudaSuccess) err = measure(t, &s, o, last, &iters, &capped);
     if (err == cudaSuccess && stats_summarize(t->samples, iters, &r->times) != 0) err = cudaErrorMemoryAllocation;
+    if (err == cudaSuccess) {
+        r->rel_stderr = stats_rel_stderr(t->samples, iters);
+        r->capped_above_target = capped;
+    }
     /* a tenth as many launches again; none under the profilers (--profile), whose
      * replays set clocks of their own */
     if (err == cudaSuccess && !o->profile) err = clock_phase(t, &s, o->hot, (iters + 9) / 10, &r->sm_mhz);

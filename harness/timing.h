@@ -21,16 +21,23 @@ typedef cudaError_t (*launch_fn)(void *ctx, cudaStream_t s);
  * run asks for, it guards the event pool. */
 #define TIMING_ITERS_LIMIT 1000000
 
-/* Adaptive iteration counts stay within these. */
+/* The adaptive warm-up's launch count stays within these. */
 #define TIMING_MIN_ITERS 10
 #define TIMING_MAX_ITERS 1000
+/* The timed launches without --iters: at least, and at most, this many (stats.h
+ * noise_rule_t). */
+#define TIMING_NOISE_MIN_ITERS 20
+#define TIMING_NOISE_MAX_ITERS 100000
 
 typedef struct timing_opts {
     int warmup;          /* launches before timing, >= 0; then more, until the warm-up
                             has run min_time_s (timer_run: the clocks in steady state) */
-    int iters;           /* timed launches; 0 = adaptive: enough to fill min_time_s,
-                            clamped to [TIMING_MIN_ITERS, TIMING_MAX_ITERS] */
-    double min_time_s;   /* adaptive target of kernel time summed over the timed launches */
+    int iters;           /* timed launches; 0 = until the relative standard error of the
+                            mean is at most max_noise (at least TIMING_NOISE_MIN_ITERS),
+                            or max_time_s of kernel time ran (stats.h noise_rule_t) */
+    double min_time_s;   /* kernel time the warm-up fills */
+    double max_noise;    /* target relative standard error of the mean, e.g. 0.005 */
+    double max_time_s;   /* cap of the timed launches' summed kernel time */
     bool hot;            /* do not flush L2 before each timed launch */
     bool graph;          /* time cudaGraphLaunch of fn's captured launch sequence */
     bool profile;        /* cudaProfilerStart/Stop around the timed launches only */
@@ -45,7 +52,18 @@ typedef struct timing_opts {
 typedef struct timing_result {
     sample_summary_t times;
     double sm_mhz;
+    double rel_stderr;          /* relative standard error of the mean of the times */
+    int capped_above_target;    /* the cap (or --iters) ended the launches above max_noise */
 } timing_result_t;
+
+/* Work enqueued around the last timed launch, outside its events: before it (ahead
+ * of its L2 flush) and after it. The runner poisons the output before and copies it
+ * aside after, so that the last timed launch's own output is verified (the clock
+ * phase's launches after it overwrite the output). Either may be NULL. */
+typedef struct timer_last {
+    launch_fn before, after;
+    void *ctx;
+} timer_last_t;
 
 /* Owns the L2-flush buffer (2x L2 size), the event pairs and a non-blocking
  * stream. Work on that stream is not ordered with the legacy default stream:
@@ -59,11 +77,11 @@ void timer_destroy(timer_t_ *t);   /* NULL is fine */
 cudaStream_t timer_stream(timer_t_ *t);
 
 /* Runs fn as opts say and summarises the per-launch times into *r. Pushes the
- * NVTX ranges "warm-up" and "timed" itself. Returns the first CUDA error (of fn,
+ * NVTX ranges "warm-up" and "timed" itself. last (may be NULL): see timer_last_t. Returns the first CUDA error (of fn,
  * of a launch, of the capture); cudaErrorInvalidValue for bad options. The
  * stream is idle again on return, also after an error from fn. */
 cudaError_t timer_run(timer_t_ *t, launch_fn fn, void *ctx, const timing_opts_t *o,
-                      timing_result_t *r);
+                      const timer_last_t *last, timing_result_t *r);
 
 #ifdef __cplusplus
 }

@@ -51,7 +51,7 @@ static void model_terms(const attn_kernel_t *k, const problem_t *p, const attn_p
 {
     attn_io_t io = k->io(p, plan);
     double tflops = dev->peak_tc_tflops > 0 ? dev->peak_tc_tflops : DEFAULT_TC_TFLOPS;
-    *t_bytes = io.bytes / (read_gbps(dev) * 1e3);
+    *t_bytes = (io.bytes + io.workspace_bytes) / (read_gbps(dev) * 1e3);
     *t_flops = io.flops / (tflops * tc_efficiency * 1e6);
 }
 

@@ -397,9 +397,10 @@ static attn_io_t bif_io(const problem_t *p, const attn_plan_t *plan)
     /* paged: the per-stream copies of a partly filled last context block are read
      * by the decode part, stream by stream */
     double kv = p->cache == CACHE_PAGED ? io_kv_bytes_stored(p) : io_kv_bytes_unique(p);
-    io.bytes = kv + io_qo_bytes(p) + 2.0 * partials; /* partials written, read back */
-    io.unique_bytes = io_kv_bytes_unique(p) + io_qo_bytes(p);
+    io.bytes = kv + io_qo_bytes(p) + io_table_bytes(p);
+    io.unique_bytes = io_kv_bytes_unique(p) + io_qo_bytes(p) + io_table_bytes(p);
     io.flops = io_flops(p);
+    io.workspace_bytes = 2.0 * partials; /* partials written, read back */
     return io;
 }
 

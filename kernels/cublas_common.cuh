@@ -183,9 +183,11 @@ static inline attn_io_t cublas_io_with_scores(const problem_t *p, double kv_byte
 {
     double scores = (double)problem_streams(p) * p->heads * problem_keys(p);
     attn_io_t io;
-    io.bytes = kv_bytes + io_qo_bytes(p) + 2.0 * scores * (sizeof(float) + dtype_size(p->dtype));
-    io.unique_bytes = io_kv_bytes_unique(p) + io_qo_bytes(p);
+    io.bytes = kv_bytes + io_qo_bytes(p) + io_table_bytes(p);
+    io.unique_bytes = io_kv_bytes_unique(p) + io_qo_bytes(p) + io_table_bytes(p);
     io.flops = io_flops(p);
+    /* logits (fp32) and probabilities (dtype), each written and read back */
+    io.workspace_bytes = 2.0 * scores * (sizeof(float) + dtype_size(p->dtype));
     return io;
 }
 

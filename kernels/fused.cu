@@ -278,9 +278,10 @@ static attn_io_t fused_io(const problem_t *p, const attn_plan_t *plan)
 {
     attn_io_t io;
     double partials = (double)fused_counters_offset(p, plan);
-    io.bytes = io_kv_bytes_stored(p) + io_qo_bytes(p) + 2.0 * partials; /* partials written, read back */
-    io.unique_bytes = io_kv_bytes_unique(p) + io_qo_bytes(p);
+    io.bytes = io_kv_bytes_stored(p) + io_qo_bytes(p) + io_table_bytes(p);
+    io.unique_bytes = io_kv_bytes_unique(p) + io_qo_bytes(p) + io_table_bytes(p);
     io.flops = io_flops(p);
+    io.workspace_bytes = 2.0 * partials; /* partials written, read back */
     return io;
 }
 

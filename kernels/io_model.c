@@ -32,6 +32,15 @@ double io_qo_bytes(const problem_t *p)
     return 2.0 * problem_streams(p) * p->heads * p->head_dim * (double)dtype_size(p->dtype);
 }
 
+double io_table_bytes(const problem_t *p)
+{
+    double streams = problem_streams(p), entry = sizeof(int32_t), tables = 0.0;
+    if (p->cache == CACHE_PAGED)
+        tables += streams * ((problem_keys(p) + p->block_size - 1) / p->block_size) * entry;
+    if (p->indirection) tables += streams * p->gen * entry;
+    return tables;
+}
+
 double io_flops(const problem_t *p)
 {
     return 4.0 * problem_streams(p) * p->heads * (double)problem_keys(p) * p->head_dim;

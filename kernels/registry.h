@@ -28,9 +28,12 @@ typedef struct attn_plan {
 
 /* Bytes and FLOPs of one step (SPEC §6). */
 typedef struct attn_io {
-    double bytes;         /* what this kernel's algorithm must move at least */
+    double bytes;         /* compulsory DRAM traffic of this kernel's algorithm: K, V, Q, O,
+                             block and indirection tables (io_table_bytes) */
     double unique_bytes;  /* distinct data of the problem: the floor for any algorithm */
     double flops;
+    double workspace_bytes; /* scratch traffic (split partials written and read back,
+                               materialised logits): mostly L2 hits, not in bytes */
 } attn_io_t;
 
 /* Device buffers of one configuration. Which are set depends on the layout. */
@@ -91,6 +94,9 @@ double io_kv_bytes_unique(const problem_t *p);       /* context once per request
  * DRAM (the W reads of a shared block beyond the first can come from L2). */
 double io_kv_bytes_stored(const problem_t *p);
 double io_qo_bytes(const problem_t *p);               /* q read, out written */
+/* Block-table entries (paged: each stream's blocks of L) and cache-indirection entries
+ * (each stream's decoded positions) read once. */
+double io_table_bytes(const problem_t *p);
 double io_flops(const problem_t *p);                  /* 4 * B*W * h * L * d */
 
 #ifdef __cplusplus

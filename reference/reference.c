@@ -44,9 +44,24 @@ static void load_row(const ref_source_t *s, source_mode_t mode, int stream, int 
         copy_row(buf + off, g->head_dim, row);
         return;
     }
+    if (s->ctx_kv && pos < g->ctx && stream / g->beam == s->ctx_request && kv_head == s->ctx_head) {
+        copy_row(s->ctx_kv + ((size_t)which * g->ctx + pos) * g->head_dim, g->head_dim, row);
+        return;
+    }
     int from = kv_source_stream(g, s->indirection, stream, pos);
     for (int x = 0; x < g->head_dim; ++x)
         row[x] = kv_logical(g, s->seed, from, which, kv_head, pos, x);
+}
+
+void reference_ctx_fill(const ref_source_t *src, int request, int kv_head, float *buf)
+{
+    const kv_geometry_t *g = &src->geom;
+    const int d = g->head_dim;
+#pragma omp parallel for schedule(static)
+    for (long i = 0; i < 2L * g->ctx; ++i)
+        for (int x = 0; x < d; ++x)
+            buf[i * d + x] = logical_ctx_kv(src->seed, g->kv_heads, g->ctx, d, request,
+                                            (int)(i / g->ctx), kv_head, (int)(i % g->ctx), x);
 }
 
 /* Context row of the request, read the way the bifurcated formulation reads it:

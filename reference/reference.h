@@ -23,7 +23,17 @@ typedef struct ref_source {
     const float *kv_ctx, *kv_dec;  /* materialised bifurcated buffers, or NULL */
     const int32_t *block_table;    /* paged */
     const int32_t *indirection;    /* [B, W, L] or NULL */
+    /* Logical sources only, optional: the context K and V of request ctx_request, kv
+     * head ctx_head as reference_ctx_fill wrote them. Rows of that request and kv head
+     * read their context from it, the same values without computing each again, so
+     * that many rows of one group cost one materialisation. */
+    const float *ctx_kv;
+    int ctx_request, ctx_head;
 } ref_source_t;
+
+/* Writes the logical context K then V of one request and kv head: 2 * ctx * d floats
+ * (the logical values are exact in float). */
+void reference_ctx_fill(const ref_source_t *src, int request, int kv_head, float *buf);
 
 /* Standard attention of one (stream, query head): double accumulation, softmax with
  * max subtraction, scale = problem_scale(p), kv head = head / (h/g). With no buffers

@@ -36,6 +36,8 @@ static const col_desc_t cols[] = {
     S(verified), D(max_abs_err, "%.3e"), D(rel_err, "%.3e"),
     S(version),
     S(ran), S(model), I(layers), S(args), D(sm_mhz, "%.0f"),
+    D(peak_gbps, "%.0f"), D(peak_tflops, "%.0f"), D(pct_spec_bw, "%.2f"),
+    D(workspace_bytes, "%.0f"), S(flags),
 };
 #undef S
 #undef I
@@ -49,6 +51,7 @@ const char *const csv_columns[] = {
     "status", "iters", "median_us", "p10_us", "p90_us", "min_us", "max_us", "noise",
     "bytes", "unique_bytes", "flops", "gbps", "pct_peak_bw", "roofline_us", "verified",
     "max_abs_err", "rel_err", "version", "ran", "model", "layers", "args", "sm_mhz",
+    "peak_gbps", "peak_tflops", "pct_spec_bw", "workspace_bytes", "flags",
 };
 const int csv_column_count = NCOLS;
 

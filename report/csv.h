@@ -27,10 +27,15 @@ typedef struct result_row {
     int layers;
     char args[512];    /* the options that rerun exactly this row, space separated, no commas */
     double sm_mhz;     /* the SM clock the timed launches ran at (timing.h: timing_result_t) */
+    double peak_gbps, peak_tflops;   /* the measured peaks the row was judged against */
+    double pct_spec_bw;  /* gbps against the card's theoretical bandwidth (NVML) */
+    double workspace_bytes;  /* split partials and other scratch traffic, not in bytes */
+    char flags[24];    /* ';'-separated: noisy, throttled (timing_flags); empty when none */
 } result_row_t;
 
 /* Every SPEC §6 column must be present in a file that is read; the appended ones
- * (ran, model, layers, args, sm_mhz) may be absent. */
+ * (ran, model, layers, args, sm_mhz, peak_gbps, peak_tflops, pct_spec_bw,
+ * workspace_bytes, flags) may be absent. */
 #define CSV_SPEC_COLUMNS 34
 extern const int csv_column_count;
 

@@ -353,6 +353,20 @@ static void row_value(const csv_table_t *t, int row, const table_opts_t *o, int 
         *num = NAN;
 }
 
+/* Marks of a row's flags column (csv.h) in Markdown tables: '*' noisy, '^' throttled;
+ * "" for none, for files before the column, and in CSV output (numbers only). */
+static const char *flag_marks(const csv_table_t *t, int row, table_format_t fmt)
+{
+    const char *f = csv_cell(t, row, "flags");
+    if (fmt != TABLE_MD || !f) return "";
+    int noisy = strstr(f, "noisy") != NULL, throttled = strstr(f, "throttled") != NULL;
+    return noisy && throttled ? "*^" : noisy ? "*" : throttled ? "^" : "";
+}
+
+static const char flag_legend[] =
+    "\n`*` noisy: p90/p10 over 1.15, or timing stopped at --max-time above --max-noise; "
+    "`^` throttled: mean SM clock under 90%% of the card's maximum.\n";
+
 static void cell_add(cell_t *c, const csv_table_t *t, int row, const table_opts_t *o, int vcol)
 {
     const char *status = csv_cell(t, row, "status");
@@ -396,6 +410,7 @@ static int table_pivot(FILE *out, const csv_table_t *t, const table_opts_t *o, c
     grid_t g = { 0 };
     if (!rows || !rkeys || !ckeys || !rof || !cof)
         goto oom;
+    int marked = 0;
     for (int row = 0; row < t->nrows; row++)
         if (row_matches(t, row, o))
             rows[nrows++] = row;
@@ -432,7 +447,9 @@ static int table_pivot(FILE *out, const csv_table_t *t, const table_opts_t *o, c
                 double v;
                 char text[128];
                 row_value(t, cl->ok_row, o, vcol, &v, text, sizeof text);
-                grid_set(&g, gr, c + 1, "%s", text[0] ? text : "-");
+                const char *marks = flag_marks(t, cl->ok_row, o->format);
+                marked |= marks[0] != '\0';
+                grid_set(&g, gr, c + 1, "%s%s", text[0] ? text : "-", text[0] ? marks : "");
             } else if (cl->oom) {
                 grid_set(&g, gr, c + 1, "OOM");
             } else if (cl->bad_row >= 0) {
@@ -445,6 +462,8 @@ static int table_pivot(FILE *out, const csv_table_t *t, const table_opts_t *o, c
     if (g.failed)
         goto oom;
     grid_print(out, &g, o->format);
+    if (marked)
+        fprintf(out, flag_legend);
     rc = 0;
     goto done;
 oom:
@@ -512,6 +531,7 @@ typedef struct paper_cell {
     double ms;
     int oom;
     char bad[16];
+    const char *marks;   /* flag_marks of the row shown */
 } paper_cell_t;
 
 /* What a cell shows; *after_oom carries the column's "an OOM was shown above":
@@ -519,7 +539,7 @@ typedef struct paper_cell {
 static void paper_cell_text(const paper_cell_t *c, int *after_oom, char *buf, size_t len)
 {
     if (c->has_ok)
-        snprintf(buf, len, "%.2f", c->ms);
+        snprintf(buf, len, "%.2f%s", c->ms, c->marks ? c->marks : "");
     else if (c->oom) {
         snprintf(buf, len, "%s", *after_oom ? "-" : "OOM");
         *after_oom = 1;
@@ -643,8 +663,10 @@ static int table_paper(FILE *out, const csv_table_t *t, const table_opts_t *o, c
         if (strcmp(r.status, "ok") == 0) {
             /* several settings of one kernel (multi-block modes, splits): its best */
             double ms = ms_per_token(&r, layers_of(&r, o, m->layers));
-            if (!c->has_ok || ms < c->ms)
+            if (!c->has_ok || ms < c->ms) {
                 c->ms = ms;
+                c->marks = flag_marks(t, row, o->format);
+            }
             c->has_ok = 1;
         } else if (strcmp(r.status, "oom") == 0) {
             c->oom = 1;
@@ -714,6 +736,11 @@ static int table_paper(FILE *out, const csv_table_t *t, const table_opts_t *o, c
         if (o->format == TABLE_MD)
             paper_caption(out, o->paper, m, gpu, pc, npc, o, layers_seen, nlayers);
         grid_print(out, &g, o->format);
+        int marked = 0;
+        for (int i = 0; i < nctx * nw * npc; i++)
+            marked |= cells[i].has_ok && cells[i].marks && cells[i].marks[0];
+        if (marked)
+            fprintf(out, flag_legend);
     }
     grid_free(&g);
     free(cells);

@@ -41,6 +41,11 @@ static void ok_row(result_row_t *r, const char *kernel, int beam, double median)
     r->layers = 32;
     snprintf(r->args, sizeof r->args, "--kernel %s --beam %d --cache paged", kernel, beam);
     r->sm_mhz = 1755;
+    r->peak_gbps = 3092;
+    r->peak_tflops = 812;
+    r->pct_spec_bw = 74.25;
+    r->workspace_bytes = 1048576;
+    snprintf(r->flags, sizeof r->flags, "noisy;throttled");
 }
 
 static void oom_row(result_row_t *r)
@@ -53,6 +58,8 @@ static void oom_row(result_row_t *r)
     r->gbps = r->pct_peak_bw = NAN;
     r->max_abs_err = r->rel_err = NAN;
     r->sm_mhz = NAN;
+    r->pct_spec_bw = NAN;
+    r->flags[0] = '\0';
 }
 
 static int same_double(double a, double b)
@@ -92,6 +99,11 @@ static void assert_rows_equal(const result_row_t *a, const result_row_t *b)
     assert_int_equal(a->layers, b->layers);
     assert_string_equal(a->args, b->args);
     assert_true(same_double(a->sm_mhz, b->sm_mhz));
+    assert_true(same_double(a->peak_gbps, b->peak_gbps));
+    assert_true(same_double(a->peak_tflops, b->peak_tflops));
+    assert_true(same_double(a->pct_spec_bw, b->pct_spec_bw));
+    assert_true(same_double(a->workspace_bytes, b->workspace_bytes));
+    assert_string_equal(a->flags, b->flags);
 }
 
 static char tmp_path[64];
@@ -376,7 +388,7 @@ static void appending_keeps_an_earlier_versions_columns(void **state)
     ok_row(&r, "bifurcated", 8, 42.0);
     /* tests/fixtures hold files written before the sm_mhz column */
     const char *old = "tests/fixtures/compare_base.csv";
-    assert_int_equal(csv_file_columns(old, msg, sizeof msg), csv_column_count - 1);
+    assert_int_equal(csv_file_columns(old, msg, sizeof msg), csv_column_count - 6);
 
     FILE *f = tmp_open();
     csv_write_header(f);
@@ -404,6 +416,8 @@ static void appending_keeps_an_earlier_versions_columns(void **state)
     assert_string_equal(back.args, r.args);
     assert_true(back.median_us == 42.0);
     assert_true(isnan(back.sm_mhz));
+    assert_true(isnan(back.peak_gbps) && isnan(back.workspace_bytes));
+    assert_string_equal(back.flags, "");
     csv_free(&t);
     unlink(tmp_path);
 

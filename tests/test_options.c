@@ -133,7 +133,14 @@ static void test_defaults(void **state)
     assert_true(o.seed == 0);
     assert_int_equal(o.grid_set, 0);
     assert_null(o.out);
-    assert_false(o.verify || o.profile || o.hot || o.graph || o.resume);
+    assert_false(o.profile || o.hot || o.graph || o.resume);
+    assert_true(o.verify && o.verify_time_s == 1.0);
+    assert_true(o.max_noise_pct == 0.5 && o.max_time_s == 1.0);
+    parse_ok(CMD_RUN, "run --kernel fused --max-noise 2 --max-time 0.25", &o);
+    assert_true(o.max_noise_pct == 2.0 && o.max_time_s == 0.25);
+    parse_ok(CMD_SWEEP, "sweep --suite quick --out x.csv --no-verify --verify-time 5", &o);
+    assert_false(o.verify);
+    assert_true(o.verify_time_s == 5.0);
     problem_t d = problem_default();
     assert_int_equal(o.grid.heads.v[0], d.heads);
     assert_int_equal(o.grid.ctx.v[0], d.ctx);
@@ -299,6 +306,9 @@ static void test_bad_numbers(void **state)
     expect_bad(CMD_RUN, "run --warmup 1.5 --kernel fused", "--warmup");
     expect_bad(CMD_RUN, "run --min-time 0 --kernel fused", "--min-time");
     expect_bad(CMD_RUN, "run --min-time abc --kernel fused", "--min-time");
+    expect_bad(CMD_RUN, "run --max-noise 0 --kernel fused", "--max-noise");
+    expect_bad(CMD_SWEEP, "sweep --out x.csv --max-time -1", "--max-time");
+    expect_bad(CMD_SWEEP, "sweep --out x.csv --verify-time abc", "--verify-time");
     expect_bad(CMD_RUN, "run --seed abc --kernel fused", "--seed");
     expect_bad(CMD_RUN, "run --seed 99999999999999999999 --kernel fused", "--seed");
     expect_bad(CMD_RUN, "run --beam 1:3 --kernel fused", "--beam");

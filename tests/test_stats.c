@@ -12,6 +12,7 @@
 #include "../harness/stats.h"
 #include "../harness/stats_internal.h"
 #include "../harness/device.h"
+#include "../harness/nvml.h"
 
 #define EPS 1e-12
 
@@ -171,6 +172,98 @@ static void test_gpu_key_truncates(void **state)
     assert_int_equal(one[0], '\0');
 }
 
+static void test_rel_stderr(void **state)
+{
+    (void)state;
+    const double x[] = {9.0, 11.0, 9.0, 11.0};   /* mean 10, sample stddev sqrt(4/3) */
+    assert_true(fabs(stats_rel_stderr(x, 4) - sqrt(4.0 / 3.0) / 10.0 / 2.0) < EPS);
+    assert_true(stats_rel_stderr(x, 1) == 0.0);
+}
+
+static const noise_rule_t rule = {0.005, 20, 1.0, 100000};
+
+static void test_stopping_rule_minimum_and_target(void **state)
+{
+    (void)state;
+    int capped = 1;
+    /* fewer than the minimum: up to it, whatever the noise */
+    assert_int_equal(stats_next_batch(&rule, 0, 0.0, 0.0, &capped), 20);
+    assert_int_equal(stats_next_batch(&rule, 5, 0.0, 0.001, &capped), 15);
+    /* at the target: done, not capped */
+    assert_int_equal(stats_next_batch(&rule, 20, 0.005, 0.002, &capped), 0);
+    assert_false(capped);
+    assert_int_equal(stats_next_batch(&rule, 20, 0.001, 0.002, &capped), 0);
+    /* twice the target: four times the launches reach it, at most doubling a step */
+    assert_int_equal(stats_next_batch(&rule, 20, 0.010, 0.002, &capped), 20);
+    assert_int_equal(stats_next_batch(&rule, 40, 0.006, 0.004, &capped), 18);   /* 40 * 1.44 - 40 */
+    assert_false(capped);
+}
+
+static void test_stopping_rule_cap(void **state)
+{
+    (void)state;
+    int capped = 0;
+    /* the time cap reached above the target: done, capped */
+    assert_int_equal(stats_next_batch(&rule, 400, 0.02, 1.0, &capped), 0);
+    assert_true(capped);
+    /* close to the cap: no more launches than the time left holds (0.1 s of 2.5 ms) */
+    assert_int_equal(stats_next_batch(&rule, 360, 0.02, 0.9, &capped), 40);
+    assert_false(capped);
+    /* the launch cap */
+    noise_rule_t few = rule;
+    few.max_iters = 30;
+    assert_int_equal(stats_next_batch(&few, 20, 0.02, 0.001, &capped), 10);
+    assert_int_equal(stats_next_batch(&few, 30, 0.02, 0.0015, &capped), 0);
+    assert_true(capped);
+    /* a fixed count (--iters 50): min = max = 50 */
+    noise_rule_t fixed = {0.005, 50, 1.0, 50};
+    assert_int_equal(stats_next_batch(&fixed, 0, 0.0, 0.0, &capped), 50);
+    assert_int_equal(stats_next_batch(&fixed, 50, 0.001, 0.01, &capped), 0);
+    assert_false(capped);
+}
+
+static void test_flags(void **state)
+{
+    (void)state;
+    sample_summary_t s = {0};
+    s.p10 = 100.0;
+    s.p90 = 114.0;
+    char buf[24];
+    stats_flags(&s, 0, 1980.0, 1980.0, buf, sizeof buf);
+    assert_string_equal(buf, "");
+    stats_flags(&s, 1, 1980.0, 1980.0, buf, sizeof buf);
+    assert_string_equal(buf, "noisy");
+    s.p90 = 116.0;   /* p90/p10 over 1.15 */
+    stats_flags(&s, 0, 1980.0, 1980.0, buf, sizeof buf);
+    assert_string_equal(buf, "noisy");
+    stats_flags(&s, 0, 1700.0, 1980.0, buf, sizeof buf);   /* under 90% of 1980 = 1782 */
+    assert_string_equal(buf, "noisy;throttled");
+    s.p90 = 110.0;
+    stats_flags(&s, 0, 1790.0, 1980.0, buf, sizeof buf);
+    assert_string_equal(buf, "");
+    stats_flags(&s, 0, 1314.0, 1980.0, buf, sizeof buf);
+    assert_string_equal(buf, "throttled");
+    /* unknown clocks flag nothing */
+    stats_flags(&s, 0, NAN, 1980.0, buf, sizeof buf);
+    assert_string_equal(buf, "");
+    stats_flags(&s, 0, 1314.0, 0.0, buf, sizeof buf);
+    assert_string_equal(buf, "");
+}
+
+static void test_spec_bandwidth(void **state)
+{
+    (void)state;
+    /* H100 SXM: HBM3 at 2619 MHz on 5120 bits, 3352 GB/s */
+    assert_true(fabs(nvml_spec_gbps(2619.0, 5120) - 3352.32) < 1e-6);
+    assert_true(nvml_spec_gbps(0.0, 5120) == 0.0);
+    assert_true(nvml_spec_gbps(2619.0, 0) == 0.0);
+    nvml_info_t info;
+    if (nvml_query(0, &info) != 0)   /* no driver: zeros */
+        assert_true(info.spec_gbps == 0.0 && info.max_sm_mhz == 0.0 && info.bus_bits == 0);
+    else
+        assert_true(info.spec_gbps > 0.0 && info.max_sm_mhz > 0.0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -185,6 +278,11 @@ int main(void)
         cmocka_unit_test(test_clock_from_two_readings),
         cmocka_unit_test(test_gpu_keys),
         cmocka_unit_test(test_gpu_key_truncates),
+        cmocka_unit_test(test_rel_stderr),
+        cmocka_unit_test(test_stopping_rule_minimum_and_target),
+        cmocka_unit_test(test_stopping_rule_cap),
+        cmocka_unit_test(test_flags),
+        cmocka_unit_test(test_spec_bandwidth),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -11,9 +11,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "../report/csv.h"
 #include "../report/table.h"
+#include "../report/csv_internal.h"
 
 #ifndef FIXTURES
 #define FIXTURES "tests/fixtures"
@@ -371,6 +373,63 @@ static void command_rejects_bad_input_with_exit_2(void **state)
     assert_int_equal(cmd_table(7, bad_format), 2);
 }
 
+/* A row's flags column shows as marks in Markdown, with their legend, and not at all
+ * in CSV output or for files without the column. */
+static void flags_mark_markdown_cells(void **state)
+{
+    (void)state;
+    char path[] = "/tmp/attnbench_flags_XXXXXX";
+    int fd = mkstemp(path);
+    assert_true(fd >= 0);
+    FILE *f = fdopen(fd, "w");
+    assert_non_null(f);
+    csv_write_header(f);
+    const char *flags[] = {"", "noisy", "throttled", "noisy;throttled"};
+    for (int i = 0; i < 4; i++) {
+        result_row_t r;
+        result_row_init(&r);
+        snprintf(r.gpu, sizeof r.gpu, "h100");
+        snprintf(r.kernel, sizeof r.kernel, "fused");
+        snprintf(r.status, sizeof r.status, "ok");
+        snprintf(r.verified, sizeof r.verified, "yes");
+        r.beam = 1 << i;
+        r.ctx = 8192;
+        r.median_us = r.p10_us = r.p90_us = r.min_us = r.max_us = 100.0 + i;
+        snprintf(r.flags, sizeof r.flags, "%s", flags[i]);
+        csv_write_row(f, &r);
+    }
+    fclose(f);
+    char msg[256];
+    csv_table_t t;
+    assert_int_equal(csv_read(path, &t, msg, sizeof msg), 0);
+    unlink(path);
+    table_opts_t o;
+    table_opts_init(&o);
+    o.rows = "beam";
+    o.cols = "ctx";
+    char *out = NULL;
+    assert_int_equal(render(&t, &o, &out, msg, sizeof msg), 0);
+    assert_non_null(strstr(out, " 100.000 "));
+    assert_non_null(strstr(out, " 101.000* "));
+    assert_non_null(strstr(out, " 102.000^ "));
+    assert_non_null(strstr(out, " 103.000*^ "));
+    assert_non_null(strstr(out, "`*` noisy"));
+    free(out);
+    o.format = TABLE_CSV;
+    assert_int_equal(render(&t, &o, &out, msg, sizeof msg), 0);
+    assert_null(strchr(out, '*'));
+    assert_null(strchr(out, '^'));
+    free(out);
+    csv_free(&t);
+    /* files written before the column: no marks, no legend */
+    o.format = TABLE_MD;
+    o.rows = "beam";
+    o.cols = "ctx";
+    assert_int_equal(render(&paper, &o, &out, msg, sizeof msg), 0);
+    assert_null(strstr(out, "noisy"));
+    free(out);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -383,6 +442,7 @@ int main(void)
         cmocka_unit_test(bad_requests_fail_with_one_line),
         cmocka_unit_test(paper_frame_without_data),
         cmocka_unit_test(command_rejects_bad_input_with_exit_2),
+        cmocka_unit_test(flags_mark_markdown_cells),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

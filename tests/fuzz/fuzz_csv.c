@@ -9,6 +9,7 @@
 
 #include "../../bench/out_csv.h"
 #include "../../report/compare.h"
+#include "../../report/compare_internal.h"
 #include "../../report/csv.h"
 #include "../../report/table.h"
 

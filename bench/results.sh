@@ -1,0 +1,143 @@
+#!/bin/sh
+# Regenerates the official results of the GPU this runs on into results/<gpu>/, all
+# from one revision (SPEC §8):
+#   bench/results.sh [STEP|N ...]        (make results [PART=STEP|N])
+# Steps, in order (N counts from 1): peak, verify-quick, memcheck, racecheck,
+# verify-full, one sweep per suite of RESULTS_SUITES, tables. Without arguments every
+# step not yet done runs.
+#
+# Resumable and cut to fit a window: a call starts no step after RESULTS_SECONDS
+# (default 540) and cuts a running one there (timeout); run it again until it prints
+# "results: complete". A sweep resumes its CSV (--resume: finished rows are kept);
+# the verification steps run their suite line by line and skip the lines their log
+# already records as run. A step's log ends "# done: exit N" once it has run to the end.
+# Every command goes once into commands.txt, whose first line names the revision;
+# a directory of another revision is refused (move it away first).
+#
+# Environment: ATTNBENCH (binary, default build/attnbench), REVISION (default
+# git describe), RESULTS_DIR (default results/<gpu>), RESULTS_SUITES, RESULTS_SECONDS.
+set -u
+bin=${ATTNBENCH:-build/attnbench}
+suites=${RESULTS_SUITES:-core multiblock beam paged bifurcated bifurcated-paged paper6 paper7 ci}
+budget=${RESULTS_SECONDS:-540}
+revision=${REVISION:-$(git describe --always --dirty --abbrev=12 2>/dev/null || echo unknown)}
+start=$(date +%s)
+
+peak_out=$("$bin" peak 2>&1) || { echo "results: $bin peak failed: $peak_out" >&2; exit 1; }
+gpu=$(printf '%s\n' "$peak_out" | awk '/^gpu/ {gsub(/[()]/, "", $NF); print $NF}')
+name=$(printf '%s\n' "$peak_out" | sed -n 's/^gpu *//p')
+out=${RESULTS_DIR:-results/$gpu}
+mkdir -p "$out"
+cmds=$out/commands.txt
+head="# revision $revision"
+if [ -f "$cmds" ]; then
+    first=$(head -n 1 "$cmds")
+    if [ "$first" != "$head" ]; then
+        echo "results: $out holds '$first', this binary is revision $revision: move it away to start anew" >&2
+        exit 2
+    fi
+else
+    printf '%s\n# on %s; build/attnbench built with make at that revision, run from the repository root\n' \
+        "$head" "$name" > "$cmds"
+fi
+
+left() { echo $((budget - ($(date +%s) - start))); }
+record() { grep -qxF -- "$*" "$cmds" || echo "$*" >> "$cmds"; }
+done_step() { [ -f "$out/$1.log" ] && tail -n 1 "$out/$1.log" | grep -q '^# done: exit'; }
+finish() { # log, exit status
+    echo "# done: exit $2" >> "$out/$1.log"
+    echo "== $1: exit $2"
+    [ "$2" -eq 0 ] || failed="$failed $1"
+}
+
+# A command for the rest of the window; 124 when the window closed on it.
+bounded() {
+    t=$(left)
+    [ "$t" -gt 0 ] || return 124
+    timeout "$t" "$@"
+}
+
+# name, suite, command prefix...: `verify --suite` one suite line at a time.
+verify_step() {
+    vname=$1 vsuite=$2
+    shift 2
+    log=$out/$vname.log
+    record "${*:+$* }$bin verify --suite $vsuite   # > $vname.log"
+    rc=0 line=0 tmp=$(mktemp -d)
+    grep -v '^[[:space:]]*\(#\|$\)' "bench/suites/$vsuite.suite" > "$tmp/lines"
+    while IFS= read -r text; do
+        line=$((line + 1))
+        grep -qxF "# line $line: exit 0" "$log" 2>/dev/null && continue
+        printf '%s\n' "$text" > "$tmp/line.suite"
+        echo "# line $line: $text" >> "$log"
+        bounded "$@" "$bin" verify --suite "$tmp/line.suite" < /dev/null >> "$log" 2>&1
+        r=$?
+        [ $r -eq 124 ] && { rm -rf "$tmp"; return 124; }
+        echo "# line $line: exit $r" >> "$log"
+        [ $r -eq 0 ] || rc=1
+    done < "$tmp/lines"
+    rm -rf "$tmp"
+    grep -q '^# line [0-9]*: exit [1-9]' "$log" && rc=1
+    finish "$vname" $rc
+}
+
+sweep_step() { # suite
+    record "$bin sweep --suite $1 --out $out/$1.csv --resume   # > $1.log"
+    bounded "$bin" sweep --suite "$1" --out "$out/$1.csv" --resume < /dev/null >> "$out/$1.log" 2>&1
+    r=$?
+    [ $r -eq 124 ] && return 124
+    finish "$1" $r
+}
+
+tables_step() {
+    rc=0
+    for n in 6 7; do
+        [ -f "$out/paper$n.csv" ] || continue
+        record "$bin table --in $out/paper$n.csv --paper $n --format md > $out/paper$n.md"
+        "$bin" table --in "$out/paper$n.csv" --paper $n --format md > "$out/paper$n.md" || rc=1
+    done
+    record "make plots   # plots/$gpu/*.png from $out/*.csv (gnuplot; no GPU needed)"
+    echo "# tables written" > "$out/tables.log"
+    finish tables $rc
+}
+
+run_step() {
+    done_step "$1" && { echo "== $1: done before"; return 0; }
+    echo "== $1: $(left) s left"
+    case $1 in
+    peak)
+        record "$bin peak   # > peak.log"
+        printf '%s\n' "$peak_out" > "$out/peak.log"
+        finish peak 0 ;;
+    verify-quick) verify_step verify-quick verify-quick ;;
+    memcheck) verify_step memcheck verify-quick compute-sanitizer --target-processes all --tool memcheck --error-exitcode 1 ;;
+    racecheck) verify_step racecheck verify-quick compute-sanitizer --target-processes all --tool racecheck --error-exitcode 1 ;;
+    verify-full) verify_step verify-full verify-full ;;
+    tables) tables_step ;;
+    *) sweep_step "$1" ;;
+    esac
+}
+
+all="peak verify-quick memcheck racecheck verify-full $suites tables"
+if [ $# -eq 0 ]; then set -- $all; fi
+failed=""
+for want in "$@"; do
+    case $want in
+    *[!0-9]*) step=$want ;;
+    *) step=$(echo $all | cut -d' ' -f"$want") ;;
+    esac
+    case " $all " in *" $step "*) ;; *)
+        echo "results: unknown part '$want' (one of: $all, or 1..$(echo $all | wc -w))" >&2
+        exit 2 ;;
+    esac
+    run_step "$step"
+    if [ $? -eq 124 ]; then
+        echo "results: the window closed during $step; run again to go on"
+        exit 3
+    fi
+done
+pending=""
+for s in $all; do done_step "$s" || pending="$pending $s"; done
+if [ -n "$failed" ]; then echo "results: failed:$failed"; fi
+if [ -z "$pending" ]; then echo "results: complete (revision $revision)"; else echo "results: still to run:$pending"; fi
+[ -z "$failed" ]

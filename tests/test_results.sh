@@ -1,0 +1,79 @@
+#!/bin/sh
+# make results' driver (bench/results.sh) with a stand-in attnbench and
+# compute-sanitizer (no GPU needed): every step runs once, a second call skips them,
+# a sweep resumes, a directory of another revision is refused, a part runs alone,
+# a closed window stops the call with exit 3 and the next call goes on.
+passed=0
+failed=0
+check() { # name, condition...
+    name=$1
+    shift
+    if "$@"; then passed=$((passed + 1)); else failed=$((failed + 1)); echo "FAIL: $name"; fi
+}
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+mkdir "$tmp/bin"
+cat > "$tmp/bin/attnbench" <<'STUB'
+#!/bin/sh
+echo "$*" >> "$STUB_CALLS"
+case $1 in
+peak) echo "gpu              Fake GPU (fake)" ;;
+verify) [ -n "${STUB_SLEEP:-}" ] && sleep "$STUB_SLEEP"; [ -n "${STUB_MISMATCH:-}" ] && exit 1; echo verified ;;
+sweep) shift; while [ $# -gt 0 ]; do [ "$1" = --out ] && echo row >> "$2"; shift; done ;;
+table) echo "| table |" ;;
+esac
+STUB
+cat > "$tmp/bin/compute-sanitizer" <<'STUB'
+#!/bin/sh
+while [ $# -gt 0 ]; do case $1 in --*) shift 2 ;; *) break ;; esac; done   # --option value
+exec "$@"
+STUB
+chmod +x "$tmp/bin/attnbench" "$tmp/bin/compute-sanitizer"
+export PATH="$tmp/bin:$PATH" ATTNBENCH="$tmp/bin/attnbench" STUB_CALLS="$tmp/calls"
+export RESULTS_DIR="$tmp/out" RESULTS_SUITES="paper6 ci" REVISION=abc123
+run() { sh bench/results.sh "$@" > "$tmp/log" 2>&1; echo $? > "$tmp/rc"; }
+rc() { [ "$(cat "$tmp/rc")" = "$1" ]; }
+has() { grep -q -- "$1" "$2"; }
+
+run
+check "first call completes" has "results: complete (revision abc123)" "$tmp/log"
+check "first call exits 0" rc 0
+check "commands.txt names the revision" has "^# revision abc123$" "$tmp/out/commands.txt"
+check "a sweep per suite" has "sweep --suite paper6 --out $tmp/out/paper6.csv --resume" "$tmp/calls"
+check "the paper table" has "| table |" "$tmp/out/paper6.md"
+check "sanitizers run verify" has "compute-sanitizer .*racecheck" "$tmp/out/commands.txt"
+lines=$(grep -cv '^[[:space:]]*\(#\|$\)' bench/suites/verify-quick.suite)
+check "verify-quick line by line" [ "$(grep -c '^# line [0-9]*: exit 0' "$tmp/out/verify-quick.log")" -eq "$lines" ]
+
+: > "$tmp/calls"
+run
+check "second call runs nothing again" [ "$(grep -cv '^peak' "$tmp/calls")" -eq 0 ]
+check "second call complete" has "results: complete" "$tmp/log"
+check "commands recorded once" [ "$(grep -c 'sweep --suite ci' "$tmp/out/commands.txt")" -eq 1 ]
+
+REVISION=def456 run
+check "another revision refused" rc 2
+check "another revision named" has "holds '# revision abc123'" "$tmp/log"
+
+rm -rf "$tmp/out"
+: > "$tmp/calls"
+run 2
+check "PART=2 runs verify-quick alone" [ "$(grep -c '^verify' "$tmp/calls")" -eq "$lines" ]
+check "PART=2 leaves the rest" has "still to run: peak memcheck" "$tmp/log"
+run nonsense
+check "an unknown part is refused" rc 2
+
+rm -rf "$tmp/out"
+STUB_SLEEP=2 RESULTS_SECONDS=1 run
+check "a closed window exits 3" rc 3
+check "a closed window says so" has "window closed during verify-quick" "$tmp/log"
+run
+check "the next call goes on to the end" has "results: complete" "$tmp/log"
+
+rm -rf "$tmp/out"
+STUB_MISMATCH=1 run verify-quick
+check "a mismatch fails the call" rc 1
+check "a mismatch names the step" has "results: failed: verify-quick" "$tmp/log"
+
+echo "results driver: $passed passed, $failed failed"
+[ "$failed" -eq 0 ]
