@@ -3,8 +3,8 @@
 # from one revision (SPEC §8):
 #   bench/results.sh [STEP|N ...]        (make results [PART=STEP|N])
 # Steps, in order (N counts from 1): peak, verify-quick, memcheck, racecheck,
-# verify-full, one sweep per suite of RESULTS_SUITES, tables. Without arguments every
-# step not yet done runs.
+# synccheck, verify-full, one sweep per suite of RESULTS_SUITES, tables. Without
+# arguments every step not yet done runs.
 #
 # Resumable and cut to fit a window: a call starts no step after RESULTS_SECONDS
 # (default 540) and cuts a running one there (timeout); run it again until it prints
@@ -112,13 +112,14 @@ run_step() {
     verify-quick) verify_step verify-quick verify-quick ;;
     memcheck) verify_step memcheck verify-quick compute-sanitizer --target-processes all --tool memcheck --error-exitcode 1 ;;
     racecheck) verify_step racecheck verify-quick compute-sanitizer --target-processes all --tool racecheck --error-exitcode 1 ;;
+    synccheck) verify_step synccheck verify-quick compute-sanitizer --target-processes all --tool synccheck --error-exitcode 1 ;;
     verify-full) verify_step verify-full verify-full ;;
     tables) tables_step ;;
     *) sweep_step "$1" ;;
     esac
 }
 
-all="peak verify-quick memcheck racecheck verify-full $suites tables"
+all="peak verify-quick memcheck racecheck synccheck verify-full $suites tables"
 if [ $# -eq 0 ]; then set -- $all; fi
 failed=""
 for want in "$@"; do
