@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../kernels/fused_internal.h"
 #include "../kernels/registry.h"
 #include "../problem/split_plan.h"
 #include "test_problem.h"
