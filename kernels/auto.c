@@ -21,13 +21,13 @@
  * on Hopper at d = 128 its wgmma context body reads an MQA group's K/V about as fast
  * as `fused` does.
  *
- * Each constant (auto.h) is the middle of the range in which the model picks the
+ * Each constant (auto_internal.h) is the middle of the range in which the model picks the
  * faster kernel, or one within 5% of it, on every row of the committed `bifurcated`
  * sweeps of both GPUs and both caches; tests/test_auto.c replays the model on them.
  * The model sums bifurcated's fixed cost and its context FLOPs, so near W = 4-8 on
  * MQA the crossings it finds are its own, not the kernels'. */
 #include <stddef.h>
-#include "auto.h"
+#include "auto_internal.h"
 
 extern const attn_kernel_t kernel_fused;
 extern const attn_kernel_t kernel_bifurcated;

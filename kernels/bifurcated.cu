@@ -41,6 +41,7 @@
 #include "attn_core.cuh"
 #include "attn_wgmma.cuh"
 #include "attn_stream.cuh"
+#include "bifurcated_internal.h"
 
 extern "C" const attn_kernel_t kernel_bifurcated;
 

@@ -23,6 +23,7 @@
  * attn_launch_merge). */
 #include <limits.h>
 #include "attn_core.cuh"
+#include "fused_internal.h"
 
 template <typename T, int D, int MT>
 static attn_kernel_fn keysplit_fn_d(int addr)

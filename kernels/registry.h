@@ -73,12 +73,13 @@ struct attn_kernel {
     void (*teardown)(attn_args_t *a);
 };
 
-/* Whether a plan of `fused` runs the deep K/V ring (kernels/attn_core.cuh): grids of
- * at most one CTA per SM. For the tests. */
-int fused_plan_deep_ring(const attn_plan_t *plan);
 /* The partials per row that a plan of `fused` merges in a separate launch (0 where it
  * does not split or its last CTAs merge): a cost of auto's model (kernels/auto.c). */
 int fused_plan_merge_slots(const problem_t *p, const attn_plan_t *plan);
+/* The key tile of the wgmma body a `bifurcated` plan runs its context part on (64, or
+ * 128: bif_wide_fits), or 0 for the mma.sync body (bifurcated.cu): which fixed cost
+ * of auto's model applies. */
+int bifurcated_context_on_wgmma(const attn_plan_t *plan);
 
 /* NULL-terminated, in kernel_list.h's order. */
 extern const attn_kernel_t *const attn_kernels[];

@@ -6,8 +6,8 @@
  * of exp(logit - m) and the unnormalised output acc (d values); it is the identity of
  * the merge when m = -inf. States merge by rescaling each to the largest m:
  *   m = max m_i,  l = sum l_i exp(m_i - m),  acc = sum acc_i exp(m_i - m),
- * and the output is acc / l. The per-row fold, lse_fold (split_plan.h), is plain C
- * compiled for host and device and tested on the CPU (tests/test_split_plan.c); the
+ * and the output is acc / l. The per-row fold, lse_fold (state_merge.h), is plain C
+ * compiled for host and device and tested on the CPU (tests/test_state_merge.c); the
  * code here applies it, or its base-2 form on the CTA bodies' log2-domain states, at
  * the three places a step merges:
  *  - in a CTA: combine_and_emit folds the warps' states staged in shared memory and
@@ -24,6 +24,8 @@
 #ifndef ATTNBENCH_STATE_MERGE_CUH
 #define ATTNBENCH_STATE_MERGE_CUH
 
+#include "state_merge.h"
+
 /* ---------------------------------------------------------------- epilogue */
 
 template <typename T>
@@ -37,7 +39,7 @@ __device__ __forceinline__ void store4(T *dst, float a, float b, float c, float 
  * group-major rows on) into out, by the last CTA of a split-KV grid. This is the
  * tail of the step, so it is written for latency: each thread fetches a batch of
  * TAIL_MERGE_BATCH slots before folding any, so n slots cost n/16 dependent L2
- * round trips rather than n; and a batch is folded by lse_fold (split_plan.h,
+ * round trips rather than n; and a batch is folded by lse_fold (state_merge.h,
  * CPU-tested) in two passes, not slot after slot through a chain of dependent
  * pairwise merges, whose exponentials wait on each other.
  * Out of line, with its inputs by value, so that the CTA bodies' register allocation
@@ -209,7 +211,7 @@ __device__ void combine_and_emit(const attn_params_t &P, const cta_coord &c, con
 /* ---------------------------------------------------------------- merge launch */
 
 /* Folds the nslots partials of each (stream, query head) row and writes the normalised
- * output (lse_fold, split_plan.h, with the slots spread over lanes and warps). A row of
+ * output (lse_fold, state_merge.h, with the slots spread over lanes and warps). A row of
  * more than MERGE_FEW_MAX slots takes a CTA of four warps, each folding every fourth
  * slot, MERGE_BATCH of them a round: a round's (m, l) (a lane each) and accumulators
  * (16-byte loads) are loaded at once, then folded into the warp's running (M, L, acc),

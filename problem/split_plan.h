@@ -1,9 +1,8 @@
-/* Split-KV (multi-block) planning and the log-sum-exp merge, shared by kernels and
- * host so that the CPU tests exercise the same code the GPU runs. */
+/* Split-KV (multi-block) planning, shared by kernels and host so that the CPU tests
+ * exercise the same code the GPU runs. */
 #ifndef ATTNBENCH_SPLIT_PLAN_H
 #define ATTNBENCH_SPLIT_PLAN_H
 
-#include <math.h>
 #include "hd.h"
 
 #ifdef __cplusplus
@@ -110,31 +109,6 @@ HD sm_split_t sm_split_plan(long items, double item_us, double bytes, double sm_
         }
     }
     return best;
-}
-
-/* The log-sum-exp merge of split-KV partials. A partial softmax state of one query
- * row over a chunk of keys is its max logit m (-inf: no keys), the sum l of
- * exp(logit - m) and the unnormalised output acc (d values). lse_fold folds a batch
- * of n such states (state j: pm[j], pl[j], pacc[j*d .. j*d + d)) into a running one
- * in two passes: the batch's largest max first, then every state's weight
- * exp(m_j - max) at once, so the n exponentials do not wait on each other as they
- * would in a chain of pairwise merges (the tail merge of a split grid, attn_core.cuh,
- * is on the step's critical path). Empty states weigh nothing; a batch of nothing but
- * empty states leaves the running state as it was. */
-HD void lse_fold(float *m, float *l, float *acc, int d, const float *pm, const float *pl, const float *pacc, int n)
-{
-    float mn = *m;
-    for (int j = 0; j < n; ++j) mn = pm[j] > mn ? pm[j] : mn;
-    if (mn == -INFINITY) return;
-    const float f = expf(*m - mn); /* 0 while the running state is empty */
-    *l *= f;
-    for (int x = 0; x < d; ++x) acc[x] *= f;
-    for (int j = 0; j < n; ++j) {
-        const float w = expf(pm[j] - mn);
-        *l += pl[j] * w;
-        for (int x = 0; x < d; ++x) acc[x] += pacc[j * d + x] * w;
-    }
-    *m = mn;
 }
 
 #ifdef __cplusplus

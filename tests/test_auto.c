@@ -9,7 +9,8 @@
 #include <cmocka.h>
 #include <math.h>
 #include "../kernels/registry.h"
-#include "../kernels/auto.h"
+#include "../kernels/auto_internal.h"
+#include "../kernels/bifurcated_internal.h"
 #include "../report/csv.h"
 
 #define FIXTURES "tests/fixtures"
@@ -388,7 +389,7 @@ static void test_merge_launch_has_a_fixed_cost(void **state)
 /* The sweeps of the paper's grid on both GPUs, replayed: on every row where both
  * `fused` and `bifurcated` ran, the kernel the model picks, on a GPU with the peaks in
  * the first line of the sweep's log, took at most 5% longer than the faster of the two.
- * The constants in auto.h were fitted to these rows; a constant moved must still pass.
+ * The constants in auto_internal.h were fitted to these rows; a constant moved must still pass.
  * tests/fixtures/bifurcated*_<gpu>.csv hold those sweeps' fused and bifurcated rows
  * that ran (the columns this test reads), and the matching .log their log's first line
  * (the measured peaks). */

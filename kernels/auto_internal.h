@@ -1,6 +1,7 @@
-/* The cost model of the `auto` kernel, exposed for its tests. */
-#ifndef ATTNBENCH_AUTO_H
-#define ATTNBENCH_AUTO_H
+/* What auto.c exposes to its tests only: the cost model's constants and predictions.
+ * Not part of the module's interface: its own source and its CPU tests include this. */
+#ifndef ATTNBENCH_AUTO_INTERNAL_H
+#define ATTNBENCH_AUTO_INTERNAL_H
 
 #include "registry.h"
 
@@ -21,15 +22,6 @@ extern "C" {
 
 double auto_predict_fused_us(const problem_t *p, const attn_plan_t *plan, const device_info_t *dev);
 double auto_predict_bifurcated_us(const problem_t *p, const attn_plan_t *plan, const device_info_t *dev);
-/* The key tile of the wgmma body a `bifurcated` plan runs its context part on (64, or
- * 128: bif_wide_fits), or 0 for the mma.sync body (bifurcated.cu). */
-int bifurcated_context_on_wgmma(const attn_plan_t *plan);
-/* Whether a `bifurcated` plan's wide wgmma body streams the decode part itself
- * (bifurcated.cu: bif_dec_streamable). */
-int bifurcated_streams_decode(const attn_plan_t *plan);
-/* Whether a thread of its producer warpgroup copies those decode tiles (bifurcated.cu:
- * bif_copier_fits). */
-int bifurcated_copies_decode(const attn_plan_t *plan);
 
 #ifdef __cplusplus
 }
