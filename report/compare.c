@@ -243,7 +243,7 @@ static void entry_fields(const compare_entry_t *e, char f[F_COUNT][160])
 /* Aligned table (verdict, kernel, configuration, base us, new us, change %, noise %,
  * limit %, the two sides' SM clocks) and a summary line; changes_only leaves out the
  * rows judged same. */
-void compare_print(FILE *f, const compare_result_t *r, bool changes_only)
+static void compare_print(FILE *f, const compare_result_t *r, bool changes_only)
 {
     static const char *const head[F_COUNT] = {
         "verdict", "kernel", "configuration", "base us", "new us", "change %", "noise %", "limit %",

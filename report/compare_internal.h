@@ -49,8 +49,6 @@ int compare_tables(const csv_table_t *base, const csv_table_t *next, double thre
 /* 1 when any row is slower, broken or missing, else 0. */
 int compare_exit_status(const compare_result_t *r);
 void compare_free(compare_result_t *r);
-/* The verdict table and its summary line (all rows, or the changed ones only). */
-void compare_print(FILE *f, const compare_result_t *r, bool changes_only);
 
 #ifdef __cplusplus
 }

@@ -9,7 +9,6 @@
 
 #include "../../bench/out_csv.h"
 #include "../../report/compare.h"
-#include "../../report/compare_internal.h"
 #include "../../report/csv.h"
 #include "../../report/table.h"
 
