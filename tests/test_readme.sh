@@ -51,11 +51,12 @@ extract() {
 }
 
 # The markdown file with the output after each block of one `table` command run anew
-# (the old output: the blank lines, table rows and paper captions after the block).
+# (the old output: the blank lines, table rows, paper captions and the flags' legend
+# after the block).
 tables_updated() {
     awk -v bin="$bin" '
         skipping {
-            if ($0 == "" || $0 ~ /^\|/ || $0 ~ /^\*\*Table [0-9]+ analogue\*\*/) next
+            if ($0 == "" || $0 ~ /^\|/ || $0 ~ /^\*\*Table [0-9]+ analogue\*\*/ || $0 ~ /^`\*` noisy/) next
             skipping = 0
             print ""
         }
