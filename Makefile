@@ -3,7 +3,7 @@
 #   make test       CPU tests (and GPU verification where a GPU is present)
 #   make lint       no function over 200 lines (lizard), no include pointing up a layer
 #   make quick      the default quick sweep on this GPU
-#   make sanitize   quick verification under compute-sanitizer (memcheck, racecheck)
+#   make sanitize   quick verification under compute-sanitizer (memcheck, racecheck, synccheck)
 #   make fuzz       the CSV reader and the option parser under libFuzzer, ASan, UBSan
 #   make plots      render plots/*.png from results CSVs
 #   make ncu ARGS="run ..." / make nsys ARGS="run ..."   profile one configuration
@@ -89,6 +89,7 @@ quick: $(BUILD)/attnbench
 sanitize: $(BUILD)/attnbench
 	compute-sanitizer --target-processes all --tool memcheck --error-exitcode 1 $(BUILD)/attnbench verify --suite quick
 	compute-sanitizer --target-processes all --tool racecheck --error-exitcode 1 $(BUILD)/attnbench verify --suite quick
+	compute-sanitizer --target-processes all --tool synccheck --error-exitcode 1 $(BUILD)/attnbench verify --suite quick
 
 # Bounded fuzzing of the host code that reads what users give it: FUZZ_TIME seconds
 # each for the CSV reader (with compare, table and the --out check behind it) and the
