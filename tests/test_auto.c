@@ -12,29 +12,14 @@
 #include "../kernels/auto_internal.h"
 #include "../kernels/bifurcated_internal.h"
 #include "../report/csv.h"
+#include "test_problem.h"
 
 #define FIXTURES "tests/fixtures"
-
-static device_info_t h100(void)
-{
-    device_info_t d;
-    memset(&d, 0, sizeof d);
-    snprintf(d.gpu, sizeof d.gpu, "h100");
-    d.cc = 90;
-    d.sm_count = 132;
-    d.smem_per_block_optin = 227 * 1024;
-    d.smem_per_sm = 228 * 1024;
-    d.l2_bytes = 50 << 20;
-    d.peak_read_gbps = 3090;
-    d.peak_tc_tflops = 800;
-    d.peak_l2_gbps = 7000;
-    return d;
-}
 
 /* The H100 above with the peaks a sweep's `peak` measured. */
 static device_info_t measured(double read_gbps, double l2_gbps, double tc_tflops)
 {
-    device_info_t d = h100();
+    device_info_t d = test_h100();
     d.peak_read_gbps = read_gbps;
     d.peak_l2_gbps = l2_gbps;
     d.peak_tc_tflops = tc_tflops;
@@ -53,7 +38,7 @@ static const char *picks_on(problem_t p, const device_info_t *dev)
 
 static const char *picks(problem_t p)
 {
-    device_info_t dev = h100();
+    device_info_t dev = test_h100();
     return picks_on(p, &dev);
 }
 
@@ -124,7 +109,7 @@ static void test_paged_shared_prefix_is_bifurcated(void **state)
 static void test_paged_rereads_come_from_l2(void **state)
 {
     (void)state;
-    device_info_t dev = h100();
+    device_info_t dev = test_h100();
     problem_t p = paged(shape(2, 32, 16384));
     assert_string_equal(picks_on(p, &dev), "fused");
     dev.peak_l2_gbps = 1.5 * dev.peak_read_gbps;
@@ -138,7 +123,7 @@ static void test_paged_rereads_come_from_l2(void **state)
 
 /* ... but not at the full rate `peak` measures: on an H200 reading 4453 GB/s, 8045 from
  * L2 and 856 TFLOP/s, fused re-read the blocks of MHA at W = 2, 16k at about 7.45 TB/s
- * and took 84.4 us against bifurcated's 79.0 (088af40). Charged at the full L2 rate the
+ * and took 84.4 us against bifurcated's 79.0. Charged at the full L2 rate the
  * model predicted 78.3 and 80.6 us and picked fused. */
 static void test_paged_rereads_below_the_measured_l2_rate(void **state)
 {
@@ -169,7 +154,7 @@ static int on_wgmma(problem_t p, const device_info_t *dev) { return plan_says(bi
 static void test_wgmma_context_body_on_hopper_at_d128_whatever_the_rows(void **state)
 {
     (void)state;
-    device_info_t dev = h100();
+    device_info_t dev = test_h100();
     assert_true(on_wgmma(shape(16, 8, 8192), &dev));   /* W*p = 16*4 = 64 rows: one warpgroup tile */
     assert_true(on_wgmma(shape(8, 8, 8192), &dev));    /* 32 rows */
     assert_true(on_wgmma(shape(32, 32, 8192), &dev));  /* 32 rows */
@@ -189,7 +174,7 @@ static void test_wgmma_context_body_on_hopper_at_d128_whatever_the_rows(void **s
 static void test_wide_wgmma_tiles_where_the_context_part_is_large_or_the_decode_part_small(void **state)
 {
     (void)state;
-    device_info_t dev = h100();
+    device_info_t dev = test_h100();
     /* MQA: 128 decoded tokens per stream against 32k of context, tensor-core bound */
     assert_int_equal(on_wgmma(shape(1024, 1, 32768), &dev), 128);
     /* MHA and GQA-8, whose decode part the wide body streams: wide once W*p fills
@@ -220,7 +205,7 @@ static void test_wide_wgmma_tiles_where_the_context_part_is_large_or_the_decode_
 static void test_wgmma_context_splits_capped_at_64(void **state)
 {
     (void)state;
-    device_info_t dev = h100();
+    device_info_t dev = test_h100();
     /* MQA at W = 4: one item; the planner alone would take 128 splits at 32k */
     attn_plan_t plan = bifurcated_plan(shape(4, 1, 32768), &dev);
     assert_int_equal(bifurcated_context_on_wgmma(&plan), 128);
@@ -254,7 +239,7 @@ static problem_t indirect(problem_t p)
 static void test_sm_split_where_the_mha_decode_part_outweighs_the_context_work(void **state)
 {
     (void)state;
-    device_info_t dev = h100();
+    device_info_t dev = test_h100();
     /* MHA, W = 1024 at 8k, with indirection: 2.1 GB of decoded K/V against 160 us of
      * context work */
     int n = ctx_sms(indirect(shape(1024, 32, 8192)), &dev);
@@ -287,7 +272,7 @@ static int streams(problem_t p, const device_info_t *dev) { return plan_says(bif
 static void test_wide_body_streams_the_decode_part(void **state)
 {
     (void)state;
-    device_info_t dev = h100();
+    device_info_t dev = test_h100();
     assert_true(streams(shape(512, 32, 8192), &dev));
     assert_true(streams(shape(512, 8, 8192), &dev));
     assert_true(streams(shape(64, 16, 8192), &dev));  /* p = 2 */
@@ -317,7 +302,7 @@ static int copies(problem_t p, const device_info_t *dev) { return plan_says(bifu
 static void test_copier_where_decode_tiles_outnumber_context_tiles(void **state)
 {
     (void)state;
-    device_info_t dev = h100();
+    device_info_t dev = test_h100();
     assert_true(copies(paged(shape(1024, 32, 16384)), &dev));  /* 128 decode, 128 context tiles */
     assert_true(copies(paged(shape(512, 32, 8192)), &dev));    /* 128 against 64 */
     assert_true(copies(paged(shape(128, 32, 8192)), &dev));    /* 4 splits: 32 against 16 */
@@ -332,18 +317,18 @@ static void test_few_streams_of_mqa_stay_fused(void **state)
     (void)state;
     /* MQA's context is small: at two streams its saving does not cover bifurcation's
      * fixed cost. With fused's merge launch a programmatic dependent, fused leads by
-     * 10-13% at 8k and 16k (H100 at 54ea9d4: 16.2 against 18.7 us, 18.5 against 20.5). */
+     * 10-13% at 8k and 16k (H100: 16.2 against 18.7 us, 18.5 against 20.5). */
     assert_string_equal(picks(shape(2, 1, 8192)), "fused");
     assert_string_equal(picks(shape(2, 1, 16384)), "fused");
 }
 
 /* A split grid of MQA-like groups merges in a launch of its own, a cost per partial;
- * groups of a few heads merge in their last CTAs. At W = 2, 32k MQA bifurcates (H100
- * at 5bd0b88: 35.6 us fused, 103 splits; 31.9 bifurcated). */
+ * groups of a few heads merge in their last CTAs. At W = 2, 32k MQA bifurcates
+ * (H100: 35.6 us fused, 103 splits; 31.9 bifurcated). */
 static void test_merge_launch_counts_for_fused(void **state)
 {
     (void)state;
-    device_info_t dev = h100();
+    device_info_t dev = test_h100();
     attn_plan_t f;
     problem_t p = shape(2, 1, 32768);
     memset(&f, 0, sizeof f);
@@ -358,10 +343,10 @@ static void test_merge_launch_counts_for_fused(void **state)
     assert_int_equal(fused_plan_merge_slots(&q, &f), 0);
 }
 
-/* The merge launch costs a launch besides its partials (since 36344a7 a programmatic
+/* The merge launch costs a launch besides its partials (a programmatic
  * dependent of the split grid, about 0.5 us), which puts the crossing of the two
- * kernels for MQA at 8k between W = 4 and W = 8 on the contiguous cache (H100 at
- * 54ea9d4: W = 4 17.8 us as `fused`, 21.3 as `bifurcated`; W = 8 24.4 and 21.7) and
+ * kernels for MQA at 8k between W = 4 and W = 8 on the contiguous cache (H100:
+ * W = 4 17.8 us as `fused`, 21.3 as `bifurcated`; W = 8 24.4 and 21.7) and
  * between W = 8 and W = 16 on the paged one (W = 8 21.0 and 22.1; W = 16 27.8 and 23.1). */
 static void test_merge_launch_has_a_fixed_cost(void **state)
 {
@@ -401,7 +386,7 @@ static void replay_sweep(const char *name, int l2_mib)
     assert_non_null(f);
     assert_non_null(fgets(line, sizeof line, f));
     fclose(f);
-    device_info_t dev = h100();
+    device_info_t dev = test_h100();
     dev.l2_bytes = l2_mib << 20;
     const char *peaks = strstr(line, "read ");
     assert_non_null(peaks);
@@ -459,8 +444,8 @@ static void test_picks_on_the_committed_sweeps(void **state)
 }
 
 /* At W = 16, 16k MQA bifurcates: fused's memory and tensor-core times are alike there
- * and it hides only part of the smaller (H200 at 0ba2613: 48.8 us fused, 30.3
- * bifurcated; at 7ea16da, before FUSED_UNOVERLAPPED, the model had tied the two). */
+ * and it hides only part of the smaller (H200: 48.8 us fused, 30.3
+ * bifurcated; without FUSED_UNOVERLAPPED the model ties the two). */
 static void test_sixteen_streams_of_mqa_at_16k_bifurcate(void **state)
 {
     (void)state;
@@ -469,7 +454,7 @@ static void test_sixteen_streams_of_mqa_at_16k_bifurcate(void **state)
 
 /* The mma.sync body's fixed cost puts the crossing of the two kernels for GQA at 8k
  * between W = 1 and W = 2 on the H100: there W = 2 took 29.9 us as `bifurcated` and
- * 32.2 us as `fused` at 54b0dd8. */
+ * 32.2 us as `fused`. */
 static void test_two_streams_of_gqa_at_8k_bifurcate_on_the_h100(void **state)
 {
     (void)state;
@@ -485,7 +470,7 @@ static void test_two_streams_of_gqa_at_8k_bifurcate_on_the_h100(void **state)
 static void test_mqa_context_splits_leave_room_for_a_short_context_part(void **state)
 {
     (void)state;
-    device_info_t dev = h100();
+    device_info_t dev = test_h100();
     dev.peak_tc_tflops = 750;
     const int beams[] = {8, 16, 32, 64}, ctxs[] = {8192, 16384, 32768};
     for (int i = 0; i < 4; ++i)
@@ -503,7 +488,7 @@ static void test_mqa_context_splits_leave_room_for_a_short_context_part(void **s
 static void test_model_terms(void **state)
 {
     (void)state;
-    device_info_t dev = h100();
+    device_info_t dev = test_h100();
     problem_t p = shape(64, 8, 8192);
     attn_plan_t f, b;
     plan_both(&p, &dev, &f, &b);
@@ -531,7 +516,7 @@ static void test_short_context_long_decode_is_fused(void **state)
 static void test_plan_follows_the_picked_kernel(void **state)
 {
     (void)state;
-    device_info_t dev = h100();
+    device_info_t dev = test_h100();
     problem_t p = shape(64, 8, 8192);
     attn_plan_t a, b;
     memset(&a, 0, sizeof a);

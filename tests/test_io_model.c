@@ -14,27 +14,11 @@
 #include "../kernels/registry.h"
 #include "test_problem.h"
 
-static device_info_t h100(void)
-{
-    device_info_t d;
-    memset(&d, 0, sizeof d);
-    snprintf(d.gpu, sizeof d.gpu, "h100");
-    d.cc = 90;
-    d.sm_count = 132;
-    d.smem_per_block_optin = 227 * 1024;
-    d.smem_per_sm = 228 * 1024;
-    d.l2_bytes = 50 << 20;
-    d.peak_read_gbps = 3090;
-    d.peak_tc_tflops = 800;
-    d.peak_l2_gbps = 7000;
-    return d;
-}
-
 static attn_io_t io_of(const char *kernel, const problem_t *p, int *splits)
 {
     const attn_kernel_t *k = attn_kernel_find(kernel);
     assert_non_null(k);
-    device_info_t dev = h100();
+    device_info_t dev = test_h100();
     attn_plan_t plan;
     memset(&plan, 0, sizeof plan);
     assert_int_equal(k->unsupported(p), 0);

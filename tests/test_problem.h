@@ -3,6 +3,9 @@
 #ifndef ATTNBENCH_TEST_PROBLEM_H
 #define ATTNBENCH_TEST_PROBLEM_H
 
+#include <stdio.h>
+#include <string.h>
+#include "../problem/device_info.h"
 #include "../problem/problem.h"
 
 static inline problem_t test_problem(int batch, int beam, int heads, int kv_heads, int head_dim, int ctx,
@@ -28,6 +31,23 @@ static inline problem_t test_paged_problem(int batch, int beam, int heads, int k
     char msg[256];
     assert_int_equal(problem_validate(&p, msg, sizeof msg), 0);
     return p;
+}
+
+/* An H100 as the planners see it: its SMs, memory and round peaks. */
+static inline device_info_t test_h100(void)
+{
+    device_info_t d;
+    memset(&d, 0, sizeof d);
+    snprintf(d.gpu, sizeof d.gpu, "h100");
+    d.cc = 90;
+    d.sm_count = 132;
+    d.smem_per_block_optin = 227 * 1024;
+    d.smem_per_sm = 228 * 1024;
+    d.l2_bytes = 50 << 20;
+    d.peak_read_gbps = 3090;
+    d.peak_tc_tflops = 800;
+    d.peak_l2_gbps = 7000;
+    return d;
 }
 
 #endif
