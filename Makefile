@@ -113,14 +113,15 @@ $(BUILD)/fuzz/fuzz_csv: $(FUZZ_CSV_SRC) $(wildcard problem/*.h report/*.h harnes
 $(BUILD)/fuzz/fuzz_options: $(FUZZ_OPT_SRC) $(wildcard problem/*.h report/*.h harness/*.h bench/*.h kernels/*.h)
 	@mkdir -p $(dir $@)
 	$(FUZZ_CC) $(FUZZ_FLAGS) -o $@ $(FUZZ_OPT_SRC) -lm
+# Each target's progress goes to $(BUILD)/fuzz/NAME.log; its last lines are printed, and
+# the whole log where the fuzzer failed.
+FUZZ_RUN = cd $(BUILD)/fuzz && if ./$(1) -max_total_time=$(FUZZ_TIME) -timeout=$(FUZZ_INPUT_TIMEOUT) \
+	    -rss_limit_mb=2048 -max_len=$(2) -print_final_stats=1 found_$(3) $(CURDIR)/tests/fuzz/$(3) \
+	    > $(1).log 2>&1; then echo "== $(1)"; tail -n 6 $(1).log; else cat $(1).log; echo "make fuzz: $(1) failed"; exit 1; fi
 fuzz: $(BUILD)/fuzz/fuzz_csv $(BUILD)/fuzz/fuzz_options
 	@mkdir -p $(BUILD)/fuzz/found_csv $(BUILD)/fuzz/found_options
-	cd $(BUILD)/fuzz && ./fuzz_csv -max_total_time=$(FUZZ_TIME) -timeout=$(FUZZ_INPUT_TIMEOUT) \
-	    -rss_limit_mb=2048 -max_len=8192 -print_final_stats=1 \
-	    found_csv $(CURDIR)/tests/fuzz/csv
-	cd $(BUILD)/fuzz && ./fuzz_options -max_total_time=$(FUZZ_TIME) -timeout=$(FUZZ_INPUT_TIMEOUT) \
-	    -rss_limit_mb=2048 -max_len=4096 -print_final_stats=1 \
-	    found_options $(CURDIR)/tests/fuzz/options
+	@$(call FUZZ_RUN,fuzz_csv,8192,csv)
+	@$(call FUZZ_RUN,fuzz_options,4096,options)
 
 # Profile one configuration: make ncu ARGS="run --kernel fused --beam 16 --ctx 8k"
 # Only the timed launches are captured (--profile brackets them); clocks are left
