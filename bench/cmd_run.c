@@ -41,8 +41,7 @@ static void gpu_process(int fd, command_t cmd, const options_t *o, const job_t *
                             .hot = o->hot, .graph = o->graph, .profile = o->profile};
     runner_t runner;
     int verify = cmd == CMD_VERIFY || o->verify;
-    uint64_t seed = o->seed ? o->seed + (uint64_t)start : 0;
-    if (runner_open(&runner, &timing, verify, cmd != CMD_VERIFY, seed) != 0) _exit(1);
+    if (runner_open(&runner, &timing, verify, cmd != CMD_VERIFY, o->seed) != 0) _exit(1);
     runner.verify_budget_s = o->verify_time_s;
     if (start == 0) {
         if (cmd != CMD_VERIFY)
@@ -55,7 +54,10 @@ static void gpu_process(int fd, command_t cmd, const options_t *o, const job_t *
         job_report_t rep;
         memset(&rep, 0, sizeof rep);
         rep.job = i;
-        if (out->n_done) {
+        /* a row's inputs follow from --seed and its place in the grid alone, so a resumed
+         * or restarted sweep fills each row as an uninterrupted one would */
+        runner.rows = i;
+        if (o->resume && out->n_done) {
             char key[1024];
             runner_describe_row(&runner, &jobs[i].problem, jobs[i].kernel, &rep.row);
             csv_row_key(&rep.row, key, sizeof key);
@@ -138,6 +140,7 @@ static int run_jobs(command_t cmd, const options_t *o, const job_t *jobs, int n,
         if (WIFEXITED(status) && WEXITSTATUS(status) == 0) break;
         if (WIFEXITED(status) && WEXITSTATUS(status) == CHILD_BROKEN) continue;
         if (!reports && WIFEXITED(status)) return 1; /* no GPU, or it could not be set up */
+        if (next >= n) break;   /* it died after its last row, which it had reported */
         /* the process died inside job `next`: that job is an error row */
         runner_t none;
         memset(&none, 0, sizeof none);

@@ -145,7 +145,7 @@ static int open_file(out_csv_t *o, char *msg, size_t len)
         break;
     case OUT_NEW:
     case OUT_REPLACE:
-        o->f = fopen(o->path, "w");
+        o->f = fopen(o->path, o->mode == OUT_NEW ? "wx" : "w");
         break;
     case OUT_APPEND:
         if (o->cut && truncate(o->path, o->keep_bytes) != 0)

@@ -10,7 +10,9 @@
 # (default 540) and cuts a running one there (timeout); run it again until it prints
 # "results: complete". A sweep resumes its CSV (--resume: finished rows are kept);
 # the verification steps run their suite line by line and skip the lines their log
-# already records as run. A step's log ends "# done: exit N" once it has run to the end.
+# already records as run. A step's log ends "# done: exit N" once it has run to the end;
+# only exit 0 counts as done, so a later call runs a failed step again (a sweep's error
+# rows, a verification suite's failed lines).
 # Every command goes once into commands.txt, whose first line names the revision;
 # a directory of another revision is refused (move it away first).
 #
@@ -43,7 +45,7 @@ fi
 
 left() { echo $((budget - ($(date +%s) - start))); }
 record() { grep -qxF -- "$*" "$cmds" || echo "$*" >> "$cmds"; }
-done_step() { [ -f "$out/$1.log" ] && tail -n 1 "$out/$1.log" | grep -q '^# done: exit'; }
+done_step() { [ -f "$out/$1.log" ] && tail -n 1 "$out/$1.log" | grep -q '^# done: exit 0$'; }
 finish() { # log, exit status
     echo "# done: exit $2" >> "$out/$1.log"
     echo "== $1: exit $2"

@@ -20,9 +20,9 @@ const int L2_PASSES = 64;                            /* over a quarter of L2: ab
 const int COPY_REPS = 10;
 const int GEMM_N = 8192;
 /* Seconds of GEMMs before the timed ones, so that the rate is the one the GPU sustains
- * under tensor-core load, as the kernels are timed (timing.cu: warm_up). After 20 GEMMs
- * (about 30 ms), the power cap's controller not yet settled, three runs on one H100 read
- * 715-847 TFLOP/s; after 0.5 s, 734-750 (results/h100/steady/peak-ab.txt). */
+ * under tensor-core load, as the kernels are timed (timing.cu: warm_up): a few dozen
+ * GEMMs end before the power cap's controller settles, and read a rate that varies
+ * by over 10% from run to run (results/NOTES.md, Timing and measurement). */
 const double GEMM_WARMUP_S = 0.5;
 const int GEMM_REPS = 10;
 

@@ -16,6 +16,10 @@
 #include "verify.h"
 #include "../reference/reference.h"
 
+/* The host, not the GPU, ran out of memory: an `error` row, retried on --resume, where
+ * the GPU's own allocation failures make the row `oom`. */
+#define HOST_SHORT ((cudaError_t)-1)
+
 /* the source revision, written by the Makefile into build/version.c */
 extern const char attnbench_version[];
 
@@ -412,7 +416,7 @@ void runner_row(runner_t *r, const problem_t *p, const attn_kernel_t *k, result_
     CK(alloc(&b.kv[1], m.kv[1]));
     CK(alloc(&b.workspace, m.workspace));
     if (e == cudaSuccess && m.geom.layout == LAYOUT_PAGED) {
-        if (paged_map_build(p, seed, &b.map) != 0) e = cudaErrorMemoryAllocation;
+        if (paged_map_build(p, seed, &b.map) != 0) e = HOST_SHORT;
         else b.have_map = 1;
         size_t table = (size_t)problem_streams(p) * b.map.max_blocks_per_seq * sizeof(int32_t);
         size_t owners = (size_t)b.map.num_blocks * sizeof(int32_t);
@@ -422,7 +426,7 @@ void runner_row(runner_t *r, const problem_t *p, const attn_kernel_t *k, result_
     }
     if (e == cudaSuccess && p->indirection) {
         b.host_indirection = beam_history_build(p, seed);
-        if (!b.host_indirection) e = cudaErrorMemoryAllocation;
+        if (!b.host_indirection) e = HOST_SHORT;
         CK(upload((void **)&b.indirection, b.host_indirection,
                   (size_t)problem_streams(p) * problem_keys(p) * sizeof(int32_t), s));
     }
@@ -475,7 +479,7 @@ void runner_row(runner_t *r, const problem_t *p, const attn_kernel_t *k, result_
         src.seed = seed;
         src.indirection = b.host_indirection;
         if (checked_rows_make(&src, splitmix64(seed ^ 0x5eed), r->verify_budget_s, &checked) != 0)
-            e = cudaErrorMemoryAllocation;
+            e = HOST_SHORT;
         CK(judge_output(p, b.out, &checked, "first", row));
         CK(alloc(&b.last_out, m.out));
         last.copy = b.last_out;
@@ -528,7 +532,10 @@ void runner_row(runner_t *r, const problem_t *p, const attn_kernel_t *k, result_
     } else if (e != cudaSuccess) {
         char what[160];
         problem_describe(p, what, sizeof what);
-        fprintf(stderr, "attnbench: %s %s: CUDA error: %s\n", k->name, what, cudaGetErrorString(e));
+        if (e == HOST_SHORT)
+            fprintf(stderr, "attnbench: %s %s: host memory ran out\n", k->name, what);
+        else
+            fprintf(stderr, "attnbench: %s %s: CUDA error: %s\n", k->name, what, cudaGetErrorString(e));
         snprintf(row->status, sizeof row->status, "%s", "error");
         check_sticky(r);
     }

@@ -25,7 +25,7 @@ typedef struct runner {
                                VERIFY_MIN_ROWS always checked (verify.h) are added while
                                it lasts */
     uint64_t seed;        /* base seed; each configuration derives its own */
-    long rows;            /* configurations run so far: varies the seed */
+    long rows;            /* the row's place in the grid (the caller may set it): varies the seed */
     bool broken;          /* a sticky CUDA error: this process can run nothing more */
 } runner_t;
 

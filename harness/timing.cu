@@ -223,10 +223,9 @@ static int adaptive_iters(double launch_us, double min_time_s)
  * adaptive count: --warmup of them (at least one when the count is adaptive), then
  * as many more as fill --min-time, so that the warm-up lasts as long as the timed
  * phase will. The timed launches then run at the clocks the GPU sustains under this
- * load, not in the boost that follows the idle GPU of verification and set-up: with
- * three warm-up launches the largest rows of the paper's grid, where the 700 W power
- * cap binds, measured the same plan (bifurcated, then auto) up to 9% apart back to
- * back, and with the longer warm-up within 2.5% (H100, results/h100/steady/). With
+ * load, not in the boost that follows the idle GPU of verification and set-up: with a
+ * few warm-up launches the largest power-capped rows measure one plan several percent
+ * apart back to back (results/NOTES.md, Timing and measurement). With
  * --warmup 0 and a fixed --iters there is no warm-up at all. */
 static cudaError_t warm_up(timer_t_ *t, const step_t *s, const timing_opts_t *o)
 {
@@ -293,9 +292,8 @@ static cudaError_t measure(timer_t_ *t, const step_t *s, const timing_opts_t *o,
  * step right after them: SM 0's cycles over the GPU timer's nanoseconds from before
  * the first of them to after the last (flushes included: the power cap moves the
  * clock over milliseconds, not between a launch and its flush). Apart from the timed
- * launches, which run as they would without it: stamps around every timed launch
- * moved small rows by 1-7%, and a pair around the whole timed phase still 1-3% (H100,
- * results/h100/sm-clock/). */
+ * launches, which run as they would without it: clock stamps among the timed launches
+ * move small rows by a few percent (results/NOTES.md, Timing and measurement). */
 static cudaError_t clock_phase(timer_t_ *t, const step_t *s, bool hot, int n, double *mhz)
 {
     clock_stamp_t host[2];

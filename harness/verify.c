@@ -49,7 +49,8 @@ void verify_judge(const float *got, long rows, int d, const long *at, const doub
         err_acc_t acc = {0};
         err_add(&acc, want + (size_t)i * d, got + (size_t)at[i] * d, d);
         double rel = err_rel(&acc);
-        if (v->worst_row < 0 || rel > v->worst_rel) {
+        /* a NaN error (a NaN reference) is the worst and stays so */
+        if (v->worst_row < 0 || (isnan(rel) && !isnan(v->worst_rel)) || rel > v->worst_rel) {
             v->worst_rel = rel;
             v->worst_row = at[i];
         }

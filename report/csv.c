@@ -456,6 +456,18 @@ static int check_row(const csv_table_t *t, int row, char *what, size_t len)
         snprintf(what, len, "column verified: '%.40s' is not yes|no|skip", v);
         return -1;
     }
+    /* flags: empty, or known words joined by ';' (a row torn inside them reads as torn) */
+    const char *fl = csv_cell(t, row, "flags");
+    for (const char *w = fl; w && *w; w++) {
+        size_t n = strcspn(w, ";");
+        if (!((n == 5 && strncmp(w, "noisy", 5) == 0) || (n == 9 && strncmp(w, "throttled", 9) == 0)) ||
+            (w[n] == ';' && w[n + 1] == '\0')) {
+            snprintf(what, len, "column flags: '%.40s' is not noisy, throttled or both joined by ';'", fl);
+            return -1;
+        }
+        w += n;
+        if (*w == '\0') break;
+    }
     /* an ok row measured a time: each of its times a finite positive number */
     static const char *const times[] = { "median_us", "p10_us", "p90_us", "min_us", "max_us" };
     for (int i = 0; strcmp(st, "ok") == 0 && i < 5; i++) {

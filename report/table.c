@@ -379,9 +379,10 @@ static void cell_add(cell_t *c, const csv_table_t *t, int row, const table_opts_
     double v;
     char text[128];
     row_value(t, row, o, vcol, &v, text, sizeof text);
-    int take = c->ok_row < 0 || o->agg == TABLE_AGG_LAST || isnan(v) || isnan(c->ok_val) ||
-               (o->agg == TABLE_AGG_MIN && v < c->ok_val) ||
-               (o->agg == TABLE_AGG_MAX && v > c->ok_val);
+    /* a row without a value never displaces one with a value */
+    int take = c->ok_row < 0 || o->agg == TABLE_AGG_LAST ||
+               (!isnan(v) && (isnan(c->ok_val) || (o->agg == TABLE_AGG_MIN && v < c->ok_val) ||
+                              (o->agg == TABLE_AGG_MAX && v > c->ok_val)));
     if (take) {
         c->ok_row = row;
         c->ok_val = v;

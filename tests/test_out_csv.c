@@ -123,6 +123,26 @@ static void a_torn_last_row_is_cut_at_the_first_write_only(void **state)
                                    "--kernel fused --beam 9,,,,,,\n");
 }
 
+/* A kill inside the last column (flags) leaves a row that still has every field: the
+ * flags' words tell it from a finished one. */
+static void a_row_torn_inside_its_flags_is_cut(void **state)
+{
+    (void)state;
+    static char text[1 << 15];
+    size_t n = results_text(text, sizeof text, three_ok, 3);
+    static const char *const tails[] = {"noisy;th", "nois", "noisy;", "noisy;throttled"};
+    for (int i = 0; i < 4; ++i) {
+        char edited[1 << 15];
+        snprintf(edited, sizeof edited, "%.*s%s", (int)(n - 1), text, tails[i]);
+        spit(path, edited, strlen(edited));
+        out_csv_t o;
+        char msg[512];
+        assert_int_equal(out_csv_check(&o, path, true, false, msg, sizeof msg), 0);
+        assert_int_equal(o.n_done, i < 3 ? 2 : 3);        /* only the whole flags stay */
+        assert_int_equal(out_csv_close(&o, msg, sizeof msg), 0);
+    }
+}
+
 static void a_complete_last_row_gets_its_newline(void **state)
 {
     (void)state;
@@ -254,6 +274,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(a_torn_last_row_is_cut_at_the_first_write_only),
+        cmocka_unit_test(a_row_torn_inside_its_flags_is_cut),
         cmocka_unit_test(a_complete_last_row_gets_its_newline),
         cmocka_unit_test(error_rows_run_again_oom_and_unsupported_do_not),
         cmocka_unit_test(the_key_holds_q_scaling_hot_and_graph),
