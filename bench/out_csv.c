@@ -17,8 +17,9 @@ static bool has_results_header(const char *text, size_t size)
     if (end > 0 && text[end - 1] == '\r') end--;
     int c = 0;
     for (size_t pos = 0; pos <= end && c < csv_column_count; c++) {
-        size_t n = strlen(csv_columns[c]);
-        if (pos + n > end || memcmp(text + pos, csv_columns[c], n) != 0) return false;
+        const char *name = csv_column_name(c);
+        size_t n = strlen(name);
+        if (pos + n > end || memcmp(text + pos, name, n) != 0) return false;
         pos += n;
         if (pos == end) return c + 1 >= CSV_SPEC_COLUMNS;
         if (text[pos] != ',') return false;

@@ -45,14 +45,7 @@ static const col_desc_t cols[] = {
 
 #define NCOLS ((int)(sizeof cols / sizeof cols[0]))
 
-const char *const csv_columns[] = {
-    "gpu", "kernel", "attn", "batch", "beam", "heads", "kv_heads", "head_dim", "ctx",
-    "gen", "dtype", "cache", "block_size", "indirection", "multi_block", "splits",
-    "status", "iters", "median_us", "p10_us", "p90_us", "min_us", "max_us", "noise",
-    "bytes", "unique_bytes", "flops", "gbps", "pct_peak_bw", "roofline_us", "verified",
-    "max_abs_err", "rel_err", "version", "ran", "model", "layers", "args", "sm_mhz",
-    "peak_gbps", "peak_tflops", "pct_spec_bw", "workspace_bytes", "flags",
-};
+const char *csv_column_name(int c) { return c >= 0 && c < NCOLS ? cols[c].name : NULL; }
 const int csv_column_count = NCOLS;
 
 static const char *const statuses[] = { "ok", "oom", "unsupported", "error", "mismatch" };

@@ -44,8 +44,9 @@ void result_row_init(result_row_t *r);
 
 /* One field, quoted (RFC 4180) only when it holds a comma, a quote or a line break. */
 void csv_write_field(FILE *f, const char *s);
-/* The column names, SPEC's then the appended ones, csv_column_count of them. */
-extern const char *const csv_columns[];
+/* The name of column c (0 <= c < csv_column_count; SPEC's, then the appended ones),
+ * else NULL. */
+const char *csv_column_name(int c);
 /* Each returns 0, or -1 when the stream could not take it (a full disk). */
 int csv_write_header(FILE *f);
 /* Writes one row and flushes, so an interrupted sweep keeps its rows: every column,
