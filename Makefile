@@ -1,5 +1,6 @@
 # attnbench: build, test, benchmark, profile, plot.
 #   make            build build/attnbench
+#   make peers      fetch the peers' pinned packages (FlashInfer, cuDNN frontend), then make
 #   make test       CPU tests (and GPU verification where a GPU is present)
 #   make lint       no function over 200 lines (lizard), no include pointing up a layer
 #   make quick      the default quick sweep on this GPU
@@ -25,14 +26,22 @@ NVFLAGS   += -std=c++17 -O3 -g -lineinfo $(GENCODE) -Xcompiler -Wall \
              --expt-relaxed-constexpr
 LDLIBS    += -lcublas -lcuda -lgomp -lm -ldl
 
+# Peers (kernels/peers/): built from the headers `make peers` unpacks into $(PEERS);
+# without them each peer is a stub whose rows are unsupported ("not built").
+PEERS     ?= .peers
+HAVE_FLASHINFER := $(wildcard $(PEERS)/flashinfer/include/flashinfer/attention/decode.cuh)
+HAVE_CUDNN_FE   := $(wildcard $(PEERS)/cudnn_frontend/include/cudnn_frontend.h)
+PEER_FLAGS := $(if $(HAVE_FLASHINFER),-DATTN_HAVE_FLASHINFER -I$(PEERS)/flashinfer/include) \
+              $(if $(HAVE_CUDNN_FE),-DATTN_HAVE_CUDNN_FE -I$(PEERS)/cudnn_frontend/include)
+
 HOST_SRC  := $(wildcard problem/*.c report/*.c harness/*.c reference/*.c kernels/*.c bench/cmd_*.c) bench/usage.c bench/options.c bench/suite.c bench/out_csv.c bench/errors.c
-CU_SRC    := $(wildcard harness/*.cu kernels/*.cu)
+CU_SRC    := $(wildcard harness/*.cu kernels/*.cu kernels/peers/*.cu)
 OBJ       := $(HOST_SRC:%.c=$(BUILD)/%.o) $(CU_SRC:%.cu=$(BUILD)/%.o)
 LIB       := $(BUILD)/libattnbench.a
 TEST_SRC  := $(wildcard tests/test_*.c)
 TEST_BIN  := $(TEST_SRC:tests/%.c=$(BUILD)/tests/%)
 
-.PHONY: FORCE all test cpu-test lint gpu-verify quick sanitize fuzz plots ncu nsys ci-gpu results clean
+.PHONY: FORCE all peers test cpu-test lint gpu-verify quick sanitize fuzz plots ncu nsys ci-gpu results clean
 all: $(BUILD)/attnbench
 
 $(BUILD)/%.o: %.c
@@ -41,6 +50,10 @@ $(BUILD)/%.o: %.c
 $(BUILD)/%.o: %.cu
 	@mkdir -p $(dir $@)
 	$(NVCC) $(NVFLAGS) -MMD -MP -c $< -o $@
+# a peer rebuilds when make peers brings (or changes) its package
+$(BUILD)/kernels/peers/%.o: kernels/peers/%.cu $(wildcard $(PEERS)/VERSIONS)
+	@mkdir -p $(dir $@)
+	$(NVCC) $(NVFLAGS) $(PEER_FLAGS) -MMD -MP -c $< -o $@
 $(LIB): $(OBJ)
 	@rm -f $@
 	ar rcs $@ $^
@@ -55,6 +68,11 @@ $(BUILD)/version.o: $(BUILD)/version.c
 FORCE:
 $(BUILD)/attnbench: $(BUILD)/bench/main.o $(BUILD)/version.o $(LIB)
 	$(NVCC) $(GENCODE) -o $@ $^ $(LDLIBS)
+	@test -n "$(HAVE_FLASHINFER)$(HAVE_CUDNN_FE)" || echo "attnbench: the peers (FlashInfer, XQA, cuDNN) are stubs: make peers, then make, builds them"
+
+# The peers' pinned packages (kernels/peers/peers.txt) from PyPI into $(PEERS).
+peers:
+	PEERS=$(PEERS) kernels/peers/fetch.sh
 $(BUILD)/tests/%: tests/%.c $(LIB) $(BUILD)/version.o
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -Itests -o $@.o -c $<
@@ -74,7 +92,7 @@ gpu-verify: $(BUILD)/attnbench
 # requirements-dev.txt; .cu and .cuh files are named, lizard's directory scan skips
 # them), and no include pointing up a layer (tests/check_layers.sh).
 LIZARD    ?= python3 -m lizard
-LINT_SRC  := $(foreach d,problem report harness kernels reference bench,$(wildcard $d/*.c $d/*.h $d/*.cu $d/*.cuh))
+LINT_SRC  := $(foreach d,problem report harness kernels kernels/peers reference bench,$(wildcard $d/*.c $d/*.h $d/*.cu $d/*.cuh))
 lint:
 	@ok=1; \
 	 $(LIZARD) --warnings_only --length 200 --CCN 1000000 --arguments 1000 $(LINT_SRC) || ok=0; \
@@ -146,6 +164,7 @@ nsys: $(BUILD)/attnbench
 # The CI suite on this GPU, compared with the committed baseline of its kind.
 GPU ?= $(shell $(BUILD)/attnbench peak 2>/dev/null | awk '/^gpu/ {gsub(/[()]/, "", $$NF); print $$NF}')
 ci-gpu: $(BUILD)/attnbench
+	@test -f results/baseline/$(GPU).csv || { echo "make ci-gpu: no results/baseline/$(GPU).csv: copy results/$(GPU)/ci.csv from make results there" >&2; exit 2; }
 	$(BUILD)/attnbench sweep --suite ci --out $(BUILD)/ci.csv --force
 	$(BUILD)/attnbench compare results/baseline/$(GPU).csv $(BUILD)/ci.csv
 

@@ -17,7 +17,9 @@ int cmd_list(int argc, char **argv)
     }
     for (int i = 0; attn_kernels[i]; ++i) {
         const attn_kernel_t *k = attn_kernels[i];
-        printf("%-18s %s\n%-18s supports: %s\n", k->name, k->summary, "", k->supports);
+        printf("%-18s %s\n", k->name, k->summary);
+        if (k->peer) printf("%-18s peer: %s\n", "", k->peer);
+        printf("%-18s supports: %s\n", "", k->supports);
     }
     return 0;
 }

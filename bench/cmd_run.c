@@ -196,11 +196,13 @@ static int expand_jobs(const suite_entry_t *entries, int n_entries, job_t **jobs
     return 0;
 }
 
+/* A sweep without --kernels: attnbench's own kernels (peers run when named). */
 static const char *const *all_kernels(int *n)
 {
     static const char *names[KERNELS_MAX];
     int k = 0;
-    for (; attn_kernels[k] && k < KERNELS_MAX; ++k) names[k] = attn_kernels[k]->name;
+    for (int i = 0; attn_kernels[i] && k < KERNELS_MAX; ++i)
+        if (!attn_kernels[i]->peer) names[k++] = attn_kernels[i]->name;
     *n = k;
     return names;
 }

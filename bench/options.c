@@ -268,14 +268,22 @@ static int parse_kernels(const char *opt, const char *s, options_t *o, char *msg
     const char *names[KERNELS_MAX];
     int n;
     if (split_names(opt, s, buf, names, KERNELS_MAX, &n, msg, len)) return -1;
+    int m = 0;
     for (int i = 0; i < n; ++i) {
-        const attn_kernel_t *k = attn_kernel_find(names[i]);
-        if (!k) FAIL("%s: unknown kernel '%s' (attnbench list shows them)", opt, names[i]);
-        for (int j = 0; j < i; ++j)
-            if (o->kernels[j] == k->name) FAIL("%s: '%s' is listed twice", opt, names[i]);
-        o->kernels[i] = k->name;
+        /* "peers": every peer kernel, in the registry's order */
+        int all_peers = strcmp(names[i], "peers") == 0;
+        const attn_kernel_t *one = all_peers ? NULL : attn_kernel_find(names[i]);
+        if (!all_peers && !one) FAIL("%s: unknown kernel '%s' (attnbench list shows them)", opt, names[i]);
+        for (int r = 0; attn_kernels[r]; ++r) {
+            const attn_kernel_t *k = attn_kernels[r];
+            if (all_peers ? !k->peer : k != one) continue;
+            for (int j = 0; j < m; ++j)
+                if (o->kernels[j] == k->name) FAIL("%s: '%s' is listed twice", opt, k->name);
+            if (m == KERNELS_MAX) FAIL("%s: more than %d kernels", opt, KERNELS_MAX);
+            o->kernels[m++] = k->name;
+        }
     }
-    o->n_kernels = n;
+    o->n_kernels = m;
     return 0;
 }
 

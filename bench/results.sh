@@ -17,11 +17,14 @@
 # a directory of another revision is refused (move it away first).
 #
 # Environment: ATTNBENCH (binary, default build/attnbench), REVISION (default
-# git describe), RESULTS_DIR (default results/<gpu>), RESULTS_SUITES, RESULTS_SECONDS.
+# git describe), RESULTS_DIR (default results/<gpu>), RESULTS_SUITES, RESULTS_SECONDS,
+# RESULTS_ARGS (options added to every verify and sweep, e.g. --verify-time 0.2: each
+# row still checks at least 4,096 output rows, or all of them).
 set -u
 bin=${ATTNBENCH:-build/attnbench}
 suites=${RESULTS_SUITES:-core multiblock beam paged bifurcated bifurcated-paged paper6 paper7 ci}
 budget=${RESULTS_SECONDS:-540}
+extra=${RESULTS_ARGS:-}
 revision=${REVISION:-$(git describe --always --dirty --abbrev=12 2>/dev/null || echo unknown)}
 start=$(date +%s)
 
@@ -32,19 +35,40 @@ out=${RESULTS_DIR:-results/$gpu}
 mkdir -p "$out"
 cmds=$out/commands.txt
 head="# revision $revision"
+case $(basename "$out") in
+h[0-9]*|a[0-9]*|l[0-9]*|b[0-9]*)
+    # a folder named for a GPU takes only that GPU's rows
+    [ "$(basename "$out")" = "$gpu" ] || {
+        echo "results: $out is named for another GPU than this one ($gpu)" >&2
+        exit 2
+    } ;;
+esac
 if [ -f "$cmds" ]; then
     first=$(head -n 1 "$cmds")
     if [ "$first" != "$head" ]; then
         echo "results: $out holds '$first', this binary is revision $revision: move it away to start anew" >&2
         exit 2
     fi
+    sed -n 2p "$cmds" | grep -qF "($gpu)" || {
+        echo "results: $out holds another GPU's results ($(sed -n 2p "$cmds")), this is $gpu" >&2
+        exit 2
+    }
 else
     printf '%s\n# on %s; build/attnbench built with make at that revision, run from the repository root\n' \
         "$head" "$name" > "$cmds"
 fi
 
 left() { echo $((budget - ($(date +%s) - start))); }
-record() { grep -qxF -- "$*" "$cmds" || echo "$*" >> "$cmds"; }
+# commands.txt names the binary as its header says (build/attnbench at that revision)
+# and the folder as results/<gpu> when it is that one, wherever they lay for this run
+shown_out=$out
+if [ -d "results/$gpu" ] && [ "$(cd "$out" && pwd -P)" = "$(cd "results/$gpu" && pwd -P)" ]; then
+    shown_out=results/$gpu
+fi
+record() {
+    line=$(printf '%s\n' "$*" | sed -e "s|$bin|build/attnbench|g" -e "s|$out|$shown_out|g")
+    grep -qxF -- "$line" "$cmds" || echo "$line" >> "$cmds"
+}
 done_step() { [ -f "$out/$1.log" ] && tail -n 1 "$out/$1.log" | grep -q '^# done: exit 0$'; }
 finish() { # log, exit status
     echo "# done: exit $2" >> "$out/$1.log"
@@ -64,7 +88,7 @@ verify_step() {
     vname=$1 vsuite=$2
     shift 2
     log=$out/$vname.log
-    record "${*:+$* }$bin verify --suite $vsuite   # > $vname.log"
+    record "${*:+$* }$bin verify --suite $vsuite${extra:+ $extra}   # > $vname.log"
     rc=0 line=0 tmp=$(mktemp -d)
     grep -v '^[[:space:]]*\(#\|$\)' "bench/suites/$vsuite.suite" > "$tmp/lines"
     while IFS= read -r text; do
@@ -72,7 +96,7 @@ verify_step() {
         grep -qxF "# line $line: exit 0" "$log" 2>/dev/null && continue
         printf '%s\n' "$text" > "$tmp/line.suite"
         echo "# line $line: $text" >> "$log"
-        bounded "$@" "$bin" verify --suite "$tmp/line.suite" < /dev/null >> "$log" 2>&1
+        bounded "$@" "$bin" verify --suite "$tmp/line.suite" $extra < /dev/null >> "$log" 2>&1
         r=$?
         [ $r -eq 124 ] && { rm -rf "$tmp"; return 124; }
         echo "# line $line: exit $r" >> "$log"
@@ -84,8 +108,8 @@ verify_step() {
 }
 
 sweep_step() { # suite
-    record "$bin sweep --suite $1 --out $out/$1.csv --resume   # > $1.log"
-    bounded "$bin" sweep --suite "$1" --out "$out/$1.csv" --resume < /dev/null >> "$out/$1.log" 2>&1
+    record "$bin sweep --suite $1 --out $out/$1.csv --resume${extra:+ $extra}   # > $1.log"
+    bounded "$bin" sweep --suite "$1" --out "$out/$1.csv" --resume $extra < /dev/null >> "$out/$1.log" 2>&1
     r=$?
     [ $r -eq 124 ] && return 124
     finish "$1" $r

@@ -8,3 +8,5 @@ ATTN_KERNEL(fused)
 ATTN_KERNEL(cublas_bifurcated)
 ATTN_KERNEL(bifurcated)
 ATTN_KERNEL(auto)
+/* Peers: other projects' kernels under the same harness (kernels/peers/); each is
+ * built from the package `make peers` fetches, and is an unsupported stub without it. */

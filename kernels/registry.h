@@ -71,6 +71,10 @@ struct attn_kernel {
     /* Enqueue one step on the stream; no synchronisation, capturable in a graph. */
     cudaError_t (*launch)(attn_args_t *a, cudaStream_t stream);
     void (*teardown)(attn_args_t *a);
+    /* Peers (another project's kernel run under this harness): the package it is built
+     * from, "FlashInfer 0.7.2"; NULL for attnbench's own kernels. Sweeps without
+     * --kernels run attnbench's own; `--kernels peers` names every peer. */
+    const char *peer;
 };
 
 /* The partials per row that a plan of `fused` merges in a separate launch (0 where it
@@ -81,7 +85,7 @@ int fused_plan_merge_slots(const problem_t *p, const attn_plan_t *plan);
  * of auto's model applies. */
 int bifurcated_context_on_wgmma(const attn_plan_t *plan);
 
-/* NULL-terminated, in kernel_list.h's order. */
+/* NULL-terminated, in kernel_list.h's order (attnbench's own, then the peers). */
 extern const attn_kernel_t *const attn_kernels[];
 const attn_kernel_t *attn_kernel_find(const char *name);
 

@@ -2,7 +2,8 @@
 # make results' driver (bench/results.sh) with a stand-in attnbench and
 # compute-sanitizer (no GPU needed): every step runs once, a second call skips them,
 # a sweep resumes, a directory of another revision is refused, a part runs alone,
-# a closed window stops the call with exit 3 and the next call goes on.
+# a closed window stops the call with exit 3 and the next call goes on, RESULTS_ARGS
+# reaches every verify and sweep, and another GPU's folder is refused.
 passed=0
 failed=0
 check() { # name, condition...
@@ -34,6 +35,7 @@ export RESULTS_DIR="$tmp/out" RESULTS_SUITES="paper6 ci" REVISION=abc123
 run() { sh bench/results.sh "$@" > "$tmp/log" 2>&1; echo $? > "$tmp/rc"; }
 rc() { [ "$(cat "$tmp/rc")" = "$1" ]; }
 has() { grep -q -- "$1" "$2"; }
+lacks() { ! grep -q -- "$1" "$2"; }
 
 run
 check "first call completes" has "results: complete (revision abc123)" "$tmp/log"
@@ -74,6 +76,22 @@ rm -rf "$tmp/out"
 STUB_MISMATCH=1 run verify-quick
 check "a mismatch fails the call" rc 1
 check "a mismatch names the step" has "results: failed: verify-quick" "$tmp/log"
+
+rm -rf "$tmp/out"
+RESULTS_ARGS="--verify-time 0.2" run
+check "RESULTS_ARGS reaches the sweeps" has "sweep --suite ci --out $tmp/out/ci.csv --resume --verify-time 0.2" "$tmp/calls"
+check "RESULTS_ARGS reaches verify" has "^verify --suite .* --verify-time 0.2" "$tmp/calls"
+check "RESULTS_ARGS recorded" has "sweep --suite ci .*--verify-time 0.2" "$tmp/out/commands.txt"
+check "commands name build/attnbench" has "^build/attnbench sweep --suite ci" "$tmp/out/commands.txt"
+check "not the path of this run's binary" lacks "$tmp/bin/attnbench" "$tmp/out/commands.txt"
+
+sed -i 2s/fake/h100/ "$tmp/out/commands.txt"
+run
+check "another GPU's folder refused" rc 2
+check "another GPU's folder named" has "holds another GPU's results" "$tmp/log"
+RESULTS_DIR="$tmp/h200" run
+check "a folder named for another GPU refused" rc 2
+check "says so" has "named for another GPU" "$tmp/log"
 
 echo "results driver: $passed passed, $failed failed"
 [ "$failed" -eq 0 ]

@@ -1,0 +1,30 @@
+#!/bin/sh
+# make peers: the pinned packages of kernels/peers/peers.txt, from PyPI, into
+# $PEERS (default .peers):
+#   flashinfer/include      FlashInfer's C++ headers (decode, cascade, state merge)
+#   flashinfer/csrc/xqa     TensorRT-LLM's XQA kernel sources, as FlashInfer ships them
+#   cudnn_frontend/include  the cuDNN frontend's C++ graph API (header only; libcudnn
+#                           itself comes with the CUDA toolkit or PyTorch)
+#   VERSIONS                name==version of each, read by the Makefile and `list`
+set -eu
+cd "$(dirname "$0")/../.."
+dest=${PEERS:-.peers}
+pins=$(grep -v '^[[:space:]]*\(#\|$\)' kernels/peers/peers.txt)
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+# pure-Python or header payloads: any platform's wheel carries the same headers
+python3 -m pip download -q --no-deps --only-binary=:all: --python-version 3.12 \
+    --platform manylinux_2_28_x86_64 --platform manylinux_2_27_x86_64 --platform any \
+    -d "$tmp" $pins
+rm -rf "$dest.new"
+mkdir -p "$dest.new/flashinfer" "$dest.new/cudnn_frontend" "$tmp/fi" "$tmp/fe"
+unzip -q "$tmp"/flashinfer_python-*.whl 'flashinfer/data/include/*' 'flashinfer/data/csrc/xqa/*' -d "$tmp/fi"
+mv "$tmp/fi/flashinfer/data/include" "$dest.new/flashinfer/include"
+mkdir -p "$dest.new/flashinfer/csrc"
+mv "$tmp/fi/flashinfer/data/csrc/xqa" "$dest.new/flashinfer/csrc/xqa"
+unzip -q "$tmp"/nvidia_cudnn_frontend-*.whl 'include/*' -d "$tmp/fe"
+mv "$tmp/fe/include" "$dest.new/cudnn_frontend/include"
+printf '%s\n' "$pins" > "$dest.new/VERSIONS"
+rm -rf "$dest"
+mv "$dest.new" "$dest"
+echo "peers: $(tr '\n' ' ' < "$dest/VERSIONS")in $dest ($(du -sh "$dest" | cut -f1))"
