@@ -34,7 +34,7 @@ HAVE_CUDNN_FE   := $(wildcard $(PEERS)/cudnn_frontend/include/cudnn_frontend.h)
 PEER_FLAGS := $(if $(HAVE_FLASHINFER),-DATTN_HAVE_FLASHINFER -I$(PEERS)/flashinfer/include) \
               $(if $(HAVE_CUDNN_FE),-DATTN_HAVE_CUDNN_FE -I$(PEERS)/cudnn_frontend/include)
 
-HOST_SRC  := $(wildcard problem/*.c report/*.c harness/*.c reference/*.c kernels/*.c bench/cmd_*.c) bench/usage.c bench/options.c bench/suite.c bench/out_csv.c bench/errors.c
+HOST_SRC  := $(wildcard problem/*.c report/*.c harness/*.c reference/*.c kernels/*.c bench/cmd_*.c) bench/usage.c bench/options.c bench/suite.c bench/out_csv.c bench/errors.c bench/pool.c
 CU_SRC    := $(wildcard harness/*.cu kernels/*.cu kernels/peers/*.cu)
 OBJ       := $(HOST_SRC:%.c=$(BUILD)/%.o) $(CU_SRC:%.cu=$(BUILD)/%.o)
 LIB       := $(BUILD)/libattnbench.a
@@ -120,7 +120,7 @@ FUZZ_TIME ?= 60
 FUZZ_INPUT_TIMEOUT ?= 10
 FUZZ_FLAGS := -std=c11 -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all \
               -D_POSIX_C_SOURCE=200809L -I$(CUDA_HOME)/include -DATTNBENCH_SUITE_DIR=\"$(CURDIR)/bench/suites\"
-FUZZ_CSV_SRC := tests/fuzz/fuzz_csv.c report/csv.c report/compare.c report/table.c \
+FUZZ_CSV_SRC := tests/fuzz/fuzz_csv.c report/csv.c report/compare.c report/table.c report/merge.c \
                 problem/presets.c problem/problem.c bench/out_csv.c
 FUZZ_OPT_SRC := tests/fuzz/fuzz_options.c bench/options.c bench/suite.c bench/usage.c harness/grid.c \
                 problem/problem.c problem/presets.c report/table.c report/csv.c \

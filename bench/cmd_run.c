@@ -1,162 +1,227 @@
 /* run, sweep and verify: the commands that put kernels on the GPU. They share one
  * loop: expand the grid (or the suite's grids), one row per (configuration,
- * kernel), each printed and written to the CSV as it completes. */
+ * kernel), take the --shard's slice of them, and hand them to GPU worker processes
+ * (pool.h), one per --devices entry; each row is printed and written to the CSV as it
+ * completes. --dry-run lists the rows instead and touches no GPU. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
 #include "commands.h"
 #include "../report/csv.h"
 #include "out_csv.h"
 #include "options.h"
+#include "pool.h"
 #include "suite.h"
+#include "../harness/device.h"
 #include "../harness/runner.h"
+#include "../harness/schedule.h"
 
 /* One (configuration, kernel) to run. */
 typedef struct job {
     problem_t problem;
     const attn_kernel_t *kernel;
+    int index;      /* its place in the whole grid: seeds its inputs, shard or not */
+    double cost;    /* schedule_cost: how shards and devices share the heavy rows */
 } job_t;
-
-/* What the GPU process tells the parent about one job. */
-typedef struct job_report {
-    int job;
-    int skipped; /* already in the CSV (--resume) */
-    result_row_t row;
-} job_report_t;
-
-/* Exit status of a GPU process whose CUDA context a sticky error broke. */
-#define CHILD_BROKEN 3
-
-/* The GPU side, in a child process: a sticky CUDA error (an illegal address in one
- * kernel) poisons the whole process, so the jobs run where the parent can restart
- * them past the faulty one. Reports each finished job through fd. */
-static void gpu_process(int fd, command_t cmd, const options_t *o, const job_t *jobs, int n,
-                        int start, const out_csv_t *out)
-{
-    timing_opts_t timing = {.warmup = o->warmup, .iters = o->iters, .min_time_s = o->min_time_s,
-                            .max_noise = o->max_noise_pct / 100.0, .max_time_s = o->max_time_s,
-                            .hot = o->hot, .graph = o->graph, .profile = o->profile};
-    runner_t runner;
-    int verify = cmd == CMD_VERIFY || o->verify;
-    if (runner_open(&runner, &timing, verify, cmd != CMD_VERIFY, o->seed) != 0) _exit(1);
-    runner.verify_budget_s = o->verify_time_s;
-    if (start == 0) {
-        if (cmd != CMD_VERIFY)
-            printf("# %s: read %.0f GB/s (from L2 %.0f), fp16 tensor cores %.0f TFLOP/s (measured)\n",
-                   runner.dev.name, runner.dev.peak_read_gbps, runner.dev.peak_l2_gbps, runner.dev.peak_tc_tflops);
-        runner_print_header(stdout);
-    }
-    fflush(stdout);
-    for (int i = start; i < n; ++i) {
-        job_report_t rep;
-        memset(&rep, 0, sizeof rep);
-        rep.job = i;
-        /* a row's inputs follow from --seed and its place in the grid alone, so a resumed
-         * or restarted sweep fills each row as an uninterrupted one would */
-        runner.rows = i;
-        if (o->resume && out->n_done) {
-            char key[1024];
-            runner_describe_row(&runner, &jobs[i].problem, jobs[i].kernel, &rep.row);
-            csv_row_key(&rep.row, key, sizeof key);
-            rep.skipped = out_csv_done(out, key);
-        }
-        if (!rep.skipped) runner_row(&runner, &jobs[i].problem, jobs[i].kernel, &rep.row);
-        if (write(fd, &rep, sizeof rep) != (ssize_t)sizeof rep) _exit(1);
-        if (runner.broken) _exit(CHILD_BROKEN);
-    }
-    runner_close(&runner);
-    fflush(stdout);
-    _exit(0);
-}
 
 typedef struct tally {
     int rows, failed, skipped;
 } tally_t;
 
+/* What the parent and its GPU workers share (the workers read their copy). */
+typedef struct run_ctx {
+    command_t cmd;
+    const options_t *o;
+    const job_t *jobs;
+    out_csv_t *csv;
+    tally_t t;
+    const int *devices;   /* --devices: the CUDA index of each worker slot; NULL: the default GPU */
+    int n_devices;
+    char gpu[32];         /* the gpu of the rows: names the row of a job whose worker died */
+    bool header;          /* the table's header is printed */
+} run_ctx_t;
+
+/* The GPU side, in a worker process (pool.h): a sticky CUDA error (an illegal address
+ * in one kernel) poisons the whole process, so the jobs run where the parent can
+ * start another past the faulty one. */
+static int gpu_worker(void *vctx, int slot, int starts, int in, int out)
+{
+    const run_ctx_t *c = vctx;
+    const options_t *o = c->o;
+    if (c->devices) {
+        /* before the first CUDA call of this process: the worker sees its GPU alone */
+        char visible[64];
+        if (pool_visible_device(getenv("CUDA_VISIBLE_DEVICES"), c->devices[slot], visible,
+                                sizeof visible) != 0 ||
+            setenv("CUDA_VISIBLE_DEVICES", visible, 1) != 0) {
+            cmd_error(NULL, "--devices: cannot give device %d to its worker", c->devices[slot]);
+            return 1;
+        }
+    }
+    timing_opts_t timing = {.warmup = o->warmup, .iters = o->iters, .min_time_s = o->min_time_s,
+                            .max_noise = o->max_noise_pct / 100.0, .max_time_s = o->max_time_s,
+                            .hot = o->hot, .graph = o->graph, .profile = o->profile};
+    runner_t runner;
+    int verify = c->cmd == CMD_VERIFY || o->verify;
+    if (runner_open(&runner, &timing, verify, c->cmd != CMD_VERIFY, o->seed) != 0) return 1;
+    runner.verify_budget_s = o->verify_time_s;
+    if (starts == 0 && c->cmd != CMD_VERIFY) {
+        char tag[32] = "";
+        if (c->devices) snprintf(tag, sizeof tag, "device %d, ", c->devices[slot]);
+        printf("# %s%s: read %.0f GB/s (from L2 %.0f), fp16 tensor cores %.0f TFLOP/s (measured)\n",
+               tag, runner.dev.name, runner.dev.peak_read_gbps, runner.dev.peak_l2_gbps,
+               runner.dev.peak_tc_tflops);
+    }
+    fflush(stdout);
+    pool_report_t rep = {.job = POOL_READY};
+    if (pool_send(out, &rep) != 0) return 1;
+    for (int i; (i = pool_next_job(in)) >= 0;) {
+        memset(&rep, 0, sizeof rep);
+        rep.job = i;
+        /* a row's inputs follow from --seed and its place in the grid alone, so a resumed,
+         * restarted, sharded or dealt sweep fills each row as an uninterrupted one would */
+        runner.rows = c->jobs[i].index;
+        if (o->resume && c->csv->n_done) {
+            char key[1024];
+            runner_describe_row(&runner, &c->jobs[i].problem, c->jobs[i].kernel, &rep.row);
+            csv_row_key(&rep.row, key, sizeof key);
+            rep.skipped = out_csv_done(c->csv, key);
+        }
+        if (!rep.skipped) runner_row(&runner, &c->jobs[i].problem, c->jobs[i].kernel, &rep.row);
+        rep.last = runner.broken;
+        fflush(stdout);
+        if (pool_send(out, &rep) != 0) return 1;
+        if (runner.broken) return 3;
+    }
+    runner_close(&runner);
+    fflush(stdout);
+    return 0;
+}
+
 /* Prints and writes one finished row. Returns 0, or -1 with one line on stderr when
  * --out cannot take it. */
-static int record(out_csv_t *csv, command_t cmd, result_row_t *row, tally_t *t)
+static int record(run_ctx_t *c, result_row_t *row)
 {
     /* verify counts a row it could not check as a failure */
-    if (cmd == CMD_VERIFY && !strcmp(row->status, "ok") && strcmp(row->verified, "yes"))
+    if (c->cmd == CMD_VERIFY && !strcmp(row->status, "ok") && strcmp(row->verified, "yes"))
         snprintf(row->status, sizeof row->status, "%s", "mismatch");
+    if (!c->header) runner_print_header(stdout);
+    c->header = true;
     runner_print_row(stdout, row);
-    t->rows++;
-    t->failed += row_failed(row);
+    fflush(stdout);
+    c->t.rows++;
+    c->t.failed += row_failed(row);
     char msg[512];
-    if (csv->path && out_csv_write(csv, row, msg, sizeof msg) != 0) {
-        cmd_error(command_name(cmd), "--out %s", msg);
+    if (c->csv->path && out_csv_write(c->csv, row, msg, sizeof msg) != 0) {
+        cmd_error(command_name(c->cmd), "--out %s", msg);
         return -1;
     }
     return 0;
 }
 
-/* Runs every job in GPU processes, starting a new one past any job that broke the
- * last. Returns 0, or 1 when no GPU process could start at all. */
-static int run_jobs(command_t cmd, const options_t *o, const job_t *jobs, int n, out_csv_t *csv,
-                    tally_t *t)
+static int on_report(void *vctx, int slot, pool_report_t *rep)
 {
-    int next = 0;
-    char gpu[32] = "";
-    while (next < n) {
-        int fds[2];
-        if (pipe(fds) != 0) {
-            perror("attnbench: pipe");
-            return 1;
-        }
-        fflush(stdout);
-        fflush(stderr);
-        pid_t pid = fork();
-        if (pid < 0) {
-            perror("attnbench: fork");
-            return 1;
-        }
-        if (pid == 0) {
-            close(fds[0]);
-            gpu_process(fds[1], cmd, o, jobs, n, next, csv);
-        }
-        close(fds[1]);
-        int reports = 0;
-        job_report_t rep;
-        while (read(fds[0], &rep, sizeof rep) == (ssize_t)sizeof rep) {
-            reports++;
-            next = rep.job + 1;
-            snprintf(gpu, sizeof gpu, "%s", rep.row.gpu);
-            if (rep.skipped) {
-                t->skipped++;
-            } else if (record(csv, cmd, &rep.row, t) != 0) {
-                kill(pid, SIGKILL);   /* rows that cannot be kept are not worth measuring */
-                close(fds[0]);
-                waitpid(pid, NULL, 0);
-                return 1;
-            }
-        }
-        close(fds[0]);
-        int status = 0;
-        waitpid(pid, &status, 0);
-        if (WIFEXITED(status) && WEXITSTATUS(status) == 0) break;
-        if (WIFEXITED(status) && WEXITSTATUS(status) == CHILD_BROKEN) continue;
-        if (!reports && WIFEXITED(status)) return 1; /* no GPU, or it could not be set up */
-        if (next >= n) break;   /* it died after its last row, which it had reported */
-        /* the process died inside job `next`: that job is an error row */
-        runner_t none;
-        memset(&none, 0, sizeof none);
-        snprintf(none.dev.gpu, sizeof none.dev.gpu, "%s", gpu);
-        none.timing.hot = o->hot;     /* the row's args, and so its key, as measured */
-        none.timing.graph = o->graph;
-        result_row_t row;
-        runner_describe_row(&none, &jobs[next].problem, jobs[next].kernel, &row);
-        snprintf(row.status, sizeof row.status, "%s", "error");
-        cmd_error(NULL, "%s: the process running it died (%s %d)", row.args,
-                WIFSIGNALED(status) ? "signal" : "exit status",
-                WIFSIGNALED(status) ? WTERMSIG(status) : WEXITSTATUS(status));
-        if (record(csv, cmd, &row, t) != 0) return 1;
-        next++;
+    run_ctx_t *c = vctx;
+    snprintf(c->gpu, sizeof c->gpu, "%s", rep->row.gpu);
+    if (rep->skipped) {
+        c->t.skipped++;
+        return 0;
     }
-    return 0;
+    rep->row.device = c->devices ? c->devices[slot] : 0;
+    return record(c, &rep->row);
+}
+
+/* The worker died inside job j: that job is an error row (--resume runs it again). */
+static int on_death(void *vctx, int slot, int j, int status)
+{
+    run_ctx_t *c = vctx;
+    const options_t *o = c->o;
+    runner_t none;
+    memset(&none, 0, sizeof none);
+    snprintf(none.dev.gpu, sizeof none.dev.gpu, "%s", c->gpu);
+    none.timing.hot = o->hot;     /* the row's args, and so its key, as measured */
+    none.timing.graph = o->graph;
+    result_row_t row;
+    runner_describe_row(&none, &c->jobs[j].problem, c->jobs[j].kernel, &row);
+    snprintf(row.status, sizeof row.status, "%s", "error");
+    row.device = c->devices ? c->devices[slot] : 0;
+    cmd_error(NULL, "%s: the process running it died (%s %d)", row.args,
+              WIFSIGNALED(status) ? "signal" : "exit status",
+              WIFSIGNALED(status) ? WTERMSIG(status) : WEXITSTATUS(status));
+    return record(c, &row);
+}
+
+/* The kinds of the GPUs this machine shows, asked in a child: CUDA set up in the
+ * parent would be inherited, broken, by every worker it forks. Returns their count. */
+static int probe_devices(char (*keys)[32], int max)
+{
+    int fds[2];
+    if (pipe(fds) != 0) return 0;
+    fflush(stdout);
+    fflush(stderr);
+    pid_t pid = fork();
+    if (pid < 0) {
+        close(fds[0]);
+        close(fds[1]);
+        return 0;
+    }
+    if (pid == 0) {
+        close(fds[0]);
+        int n = device_keys(keys, max);
+        int ok = write(fds[1], &n, sizeof n) == (ssize_t)sizeof n &&
+                 (n == 0 || write(fds[1], keys, (size_t)n * sizeof *keys) == (ssize_t)(n * sizeof *keys));
+        _exit(ok ? 0 : 1);
+    }
+    close(fds[1]);
+    int n = 0;
+    if (read(fds[0], &n, sizeof n) != (ssize_t)sizeof n || n < 0 || n > max ||
+        (n && read(fds[0], keys, (size_t)n * sizeof *keys) != (ssize_t)(n * sizeof *keys)))
+        n = 0;
+    close(fds[0]);
+    waitpid(pid, NULL, 0);
+    return n;
+}
+
+/* Runs jobs[0..n) on the default GPU, or dealt over --devices, the dearest first.
+ * Returns 0, 1 when no GPU process could start, or 2 on bad --devices. */
+static int run_jobs(run_ctx_t *c, options_t *o, int n)
+{
+    int *order = malloc((size_t)(n > 0 ? n : 1) * sizeof *order);
+    if (!order) {
+        cmd_error(command_name(c->cmd), "out of host memory");
+        return 1;
+    }
+    for (int i = 0; i < n; ++i) order[i] = i;
+    int slots = 1;
+    if (o->n_devices || o->all_devices) {
+        static char keys[DEVICES_MAX][32];
+        int visible = probe_devices(keys, DEVICES_MAX);
+        char msg[512];
+        if (!visible) {
+            cmd_error(NULL, "no CUDA GPU is usable on this machine; this command needs one");
+            free(order);
+            return 1;
+        }
+        if (pool_devices_check((const char (*)[32])keys, visible, o->all_devices, o->devices,
+                               &o->n_devices, msg, sizeof msg) != 0) {
+            cmd_error(command_name(c->cmd), "%s", msg);
+            free(order);
+            return 2;
+        }
+        snprintf(c->gpu, sizeof c->gpu, "%s", keys[o->devices[0]]);
+        c->devices = o->devices;
+        c->n_devices = slots = o->n_devices;
+        double *cost = malloc((size_t)(n > 0 ? n : 1) * sizeof *cost);
+        for (int i = 0; cost && i < n; ++i) cost[i] = c->jobs[i].cost;
+        if (!cost || schedule_order(cost, n, order) != 0) for (int i = 0; i < n; ++i) order[i] = i;
+        free(cost);
+    }
+    pool_ops_t ops = {.worker = gpu_worker, .record = on_report, .died = on_death};
+    int rc = pool_run(&ops, c, slots, order, n);
+    free(order);
+    return rc;
 }
 
 /* Every (configuration, kernel) of every suite entry, in order. */
@@ -187,8 +252,11 @@ static int expand_jobs(const suite_entry_t *entries, int n_entries, job_t **jobs
                     }
                     *jobs = grown;
                 }
-                (*jobs)[*n].problem = problems[i];
-                (*jobs)[*n].kernel = attn_kernel_find(entries[e].kernels[k]);
+                job_t *j = &(*jobs)[*n];
+                j->problem = problems[i];
+                j->kernel = attn_kernel_find(entries[e].kernels[k]);
+                j->index = *n;
+                j->cost = schedule_cost(&j->problem, j->kernel);
                 (*n)++;
             }
         free(problems);
@@ -196,15 +264,100 @@ static int expand_jobs(const suite_entry_t *entries, int n_entries, job_t **jobs
     return 0;
 }
 
-/* A sweep without --kernels: attnbench's own kernels (peers run when named). */
-static const char *const *all_kernels(int *n)
+/* --shard I/N: keeps the jobs of that slice, in grid order. */
+static int select_shard(const options_t *o, job_t *jobs, int *n)
 {
-    static const char *names[KERNELS_MAX];
-    int k = 0;
-    for (int i = 0; attn_kernels[i] && k < KERNELS_MAX; ++i)
-        if (!attn_kernels[i]->peer) names[k++] = attn_kernels[i]->name;
+    if (!o->shards) return 0;
+    double *cost = malloc((size_t)(*n > 0 ? *n : 1) * sizeof *cost);
+    int *mine = malloc((size_t)(*n > 0 ? *n : 1) * sizeof *mine);
+    int k = cost && mine ? 0 : -1;
+    for (int i = 0; k == 0 && i < *n; ++i) cost[i] = jobs[i].cost;
+    if (k == 0) k = schedule_shard(cost, *n, o->shard - 1, o->shards, mine);
+    for (int i = 0; i < k; ++i) jobs[i] = jobs[mine[i]];   /* mine ascends: no job is overwritten unread */
+    free(cost);
+    free(mine);
+    if (k < 0) {
+        cmd_error(NULL, "out of host memory");
+        return 2;
+    }
     *n = k;
-    return names;
+    return 0;
+}
+
+/* --dry-run: each row's args (`attnbench run ARGS` reruns it), those the kernel does
+ * not support marked, rows --resume finds in --out left out, then the count. */
+static int dry_run(command_t cmd, const options_t *o, const job_t *jobs, int n, int total,
+                   const out_csv_t *csv)
+{
+    timing_opts_t timing = {.hot = o->hot, .graph = o->graph};
+    int listed = 0, unsupported = 0, held = 0;
+    for (int i = 0; i < n; ++i) {
+        result_row_t row;
+        runner_describe_unplanned(csv->gpu, &timing, &jobs[i].problem, jobs[i].kernel, &row);
+        if (o->resume && csv->n_done) {
+            char key[1024];
+            csv_row_key(&row, key, sizeof key);
+            if (out_csv_done(csv, key)) {
+                held++;
+                continue;
+            }
+        }
+        const char *why = jobs[i].kernel->unsupported(&jobs[i].problem);
+        listed++;
+        unsupported += why != NULL;
+        if (why) printf("%s\t# unsupported: %s\n", row.args, why);
+        else printf("%s\n", row.args);
+    }
+    printf("# %s --dry-run: %d rows", command_name(cmd), listed);
+    if (o->shards) printf(" (shard %d/%d of %d)", o->shard, o->shards, total);
+    printf(", %d unsupported", unsupported);
+    if (o->resume) printf(", %d already in %s", held, o->out);
+    printf("\n");
+    return 0;
+}
+
+/* The suite's entries (verify: its verification suite), or the command line's grid
+ * as one entry, each with its kernels. */
+static int load_entries(command_t cmd, const options_t *o, suite_entry_t *single,
+                        suite_entry_t **entries, int *n_entries, const char *name)
+{
+    char msg[512];
+    const char *suite = o->suite;
+    char verify_suite[256];
+    if (cmd == CMD_VERIFY) {
+        if (!suite) suite = "quick";
+        if (!strchr(suite, '/')) {
+            snprintf(verify_suite, sizeof verify_suite, "verify-%s", suite);
+            suite = verify_suite;
+        }
+    }
+    if (suite) {
+        if (suite_load(suite, o, entries, n_entries, msg, sizeof msg) != 0) {
+            cmd_error(name, "%s", msg);
+            return 2;
+        }
+    } else {
+        memset(single, 0, sizeof *single);
+        single->grid = o->grid;
+        memcpy(single->kernels, o->kernels, sizeof o->kernels);
+        single->n_kernels = o->n_kernels;
+        *entries = single;
+        *n_entries = 1;
+    }
+    for (int i = 0; i < *n_entries; ++i) {
+        suite_entry_t *e = &(*entries)[i];
+        /* --kernels on the command line narrows every suite line */
+        if (o->n_kernels && suite) {
+            memcpy(e->kernels, o->kernels, sizeof o->kernels);
+            e->n_kernels = o->n_kernels;
+        }
+        if (!e->n_kernels) {
+            /* without --kernels: attnbench's own kernels (peers run when named) */
+            for (int k = 0; attn_kernels[k] && e->n_kernels < KERNELS_MAX; ++k)
+                if (!attn_kernels[k]->peer) e->kernels[e->n_kernels++] = attn_kernels[k]->name;
+        }
+    }
+    return 0;
 }
 
 static int run_command(int argc, char **argv, command_t cmd)
@@ -219,42 +372,9 @@ static int run_command(int argc, char **argv, command_t cmd)
     }
 
     /* Everything a user can get wrong is checked before the GPU is touched. */
-    suite_entry_t *entries = NULL;
+    suite_entry_t *entries = NULL, single;
     int n_entries = 0;
-    suite_entry_t single;
-    const char *suite = o.suite;
-    char verify_suite[256];
-    if (cmd == CMD_VERIFY) {
-        if (!suite) suite = "quick";
-        if (!strchr(suite, '/')) {
-            snprintf(verify_suite, sizeof verify_suite, "verify-%s", suite);
-            suite = verify_suite;
-        }
-    }
-    if (suite) {
-        if (suite_load(suite, &o, &entries, &n_entries, msg, sizeof msg) != 0) {
-            cmd_error(argv[0], "%s", msg);
-            return 2;
-        }
-    } else {
-        memset(&single, 0, sizeof single);
-        single.grid = o.grid;
-        memcpy(single.kernels, o.kernels, sizeof o.kernels);
-        single.n_kernels = o.n_kernels;
-        entries = &single;
-        n_entries = 1;
-    }
-    for (int i = 0; i < n_entries; ++i) {
-        /* --kernels on the command line narrows every suite line */
-        if (o.n_kernels && suite) {
-            memcpy(entries[i].kernels, o.kernels, sizeof o.kernels);
-            entries[i].n_kernels = o.n_kernels;
-        }
-        if (!entries[i].n_kernels) {
-            const char *const *names = all_kernels(&entries[i].n_kernels);
-            memcpy(entries[i].kernels, names, sizeof(char *) * entries[i].n_kernels);
-        }
-    }
+    if ((rc = load_entries(cmd, &o, &single, &entries, &n_entries, argv[0])) != 0) return rc;
     job_t *jobs = NULL;
     int n_jobs = 0;
     rc = expand_jobs(entries, n_entries, &jobs, &n_jobs);
@@ -269,6 +389,11 @@ static int run_command(int argc, char **argv, command_t cmd)
             return 2;
         }
     }
+    int total = n_jobs;
+    if ((rc = select_shard(&o, jobs, &n_jobs)) != 0) {
+        free(jobs);
+        return rc;
+    }
 
     /* --out last: checked whole, and touched only once the first row is in */
     out_csv_t csv;
@@ -279,18 +404,24 @@ static int run_command(int argc, char **argv, command_t cmd)
         free(jobs);
         return 2;
     }
-    tally_t t = {0};
-    rc = run_jobs(cmd, &o, jobs, n_jobs, &csv, &t);
+    if (o.dry_run) {
+        rc = dry_run(cmd, &o, jobs, n_jobs, total, &csv);
+        out_csv_close(&csv, NULL, 0);
+        free(jobs);
+        return rc;
+    }
+    run_ctx_t c = {.cmd = cmd, .o = &o, .jobs = jobs, .csv = &csv};
+    rc = run_jobs(&c, &o, n_jobs);
     if (out_csv_close(&csv, msg, sizeof msg) != 0 && !rc) {
         cmd_error(argv[0], "--out %s", msg);
         rc = 1;
     }
     free(jobs);
     if (rc) return rc;
-    printf("# %d rows, %d failed", t.rows, t.failed);
-    if (t.skipped) printf(", %d already in %s", t.skipped, o.out);
+    printf("# %d rows, %d failed", c.t.rows, c.t.failed);
+    if (c.t.skipped) printf(", %d already in %s", c.t.skipped, o.out);
     printf("\n");
-    return t.failed ? 1 : 0;
+    return c.t.failed ? 1 : 0;
 }
 
 int cmd_run(int argc, char **argv) { return run_command(argc, argv, CMD_RUN); }

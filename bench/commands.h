@@ -12,6 +12,7 @@ int cmd_sweep(int argc, char **argv);
 int cmd_verify(int argc, char **argv);
 int cmd_table(int argc, char **argv);
 int cmd_compare(int argc, char **argv);
+int cmd_merge(int argc, char **argv);
 
 /* Prints "attnbench CMD: " and the formatted text on stderr as one line: control
  * characters in it (from file names, option values) are escaped. cmd NULL: none. */

@@ -13,7 +13,7 @@ static const struct {
     int (*run)(int argc, char **argv);
 } commands[] = {
     {"list", cmd_list},   {"peak", cmd_peak},   {"run", cmd_run},         {"sweep", cmd_sweep},
-    {"verify", cmd_verify}, {"table", cmd_table}, {"compare", cmd_compare},
+    {"verify", cmd_verify}, {"table", cmd_table}, {"compare", cmd_compare}, {"merge", cmd_merge},
 };
 
 /* A command's output that did not reach standard output (a full disk, /dev/full) is

@@ -21,12 +21,13 @@ enum opt_id {
     OPT_RESUME, OPT_FORCE, OPT_VERIFY, OPT_PROFILE, OPT_HOT, OPT_GRAPH, OPT_ITERS, OPT_WARMUP,
     OPT_MIN_TIME, OPT_SEED, OPT_IN, OPT_ROWS, OPT_COLS, OPT_VALUE, OPT_AGG, OPT_WHERE,
     OPT_PAPER, OPT_FORMAT, OPT_THRESHOLD, OPT_CHANGES, OPT_HELP,
-    OPT_NO_VERIFY, OPT_VERIFY_TIME, OPT_MAX_NOISE, OPT_MAX_TIME,
+    OPT_NO_VERIFY, OPT_VERIFY_TIME, OPT_MAX_NOISE, OPT_MAX_TIME, OPT_DRY_RUN, OPT_SHARD,
+    OPT_DEVICES,
 };
 
 /* Where an option may appear: one bit per command, and suite lines. */
 #define IN(cmd) (1u << (cmd))
-#define SUITE_LINE ((command_t)(CMD_COMPARE + 1))   /* parse mode of a suite line */
+#define SUITE_LINE ((command_t)(CMD_MERGE + 1))   /* parse mode of a suite line */
 #define IN_SUITE IN(SUITE_LINE)
 #define PROBLEM (IN(CMD_RUN) | IN(CMD_SWEEP) | IN_SUITE)
 
@@ -63,7 +64,7 @@ static const opt_def_t opt_defs[] = {
     {"out", required_argument, OPT_OUT, 'o', IN(CMD_RUN) | IN(CMD_SWEEP), 0},
     {"suite", required_argument, OPT_SUITE, 's', IN(CMD_SWEEP) | IN(CMD_VERIFY), 0},
     {"resume", no_argument, OPT_RESUME, 0, IN(CMD_SWEEP), 0},
-    {"force", no_argument, OPT_FORCE, 0, IN(CMD_RUN) | IN(CMD_SWEEP), 0},
+    {"force", no_argument, OPT_FORCE, 0, IN(CMD_RUN) | IN(CMD_SWEEP) | IN(CMD_MERGE), 0},
     {"verify", no_argument, OPT_VERIFY, 0, IN(CMD_RUN) | IN(CMD_SWEEP), 0},
     {"no-verify", no_argument, OPT_NO_VERIFY, 0, IN(CMD_RUN) | IN(CMD_SWEEP), 0},
     {"verify-time", required_argument, OPT_VERIFY_TIME, 0, IN(CMD_RUN) | IN(CMD_SWEEP) | IN(CMD_VERIFY), 0},
@@ -76,6 +77,9 @@ static const opt_def_t opt_defs[] = {
     {"max-noise", required_argument, OPT_MAX_NOISE, 0, IN(CMD_RUN) | IN(CMD_SWEEP), 0},
     {"max-time", required_argument, OPT_MAX_TIME, 0, IN(CMD_RUN) | IN(CMD_SWEEP), 0},
     {"seed", required_argument, OPT_SEED, 0, IN(CMD_RUN) | IN(CMD_SWEEP) | IN(CMD_VERIFY), 0},
+    {"dry-run", no_argument, OPT_DRY_RUN, 0, IN(CMD_SWEEP) | IN(CMD_VERIFY), 0},
+    {"shard", required_argument, OPT_SHARD, 0, IN(CMD_SWEEP) | IN(CMD_VERIFY), 0},
+    {"devices", required_argument, OPT_DEVICES, 0, IN(CMD_SWEEP) | IN(CMD_VERIFY), 0},
     {"in", required_argument, OPT_IN, 0, IN(CMD_TABLE), 0},
     {"rows", required_argument, OPT_ROWS, 0, IN(CMD_TABLE), 0},
     {"cols", required_argument, OPT_COLS, 0, IN(CMD_TABLE), 0},
@@ -87,12 +91,13 @@ static const opt_def_t opt_defs[] = {
     {"threshold", required_argument, OPT_THRESHOLD, 0, IN(CMD_COMPARE), 0},
     {"changes", no_argument, OPT_CHANGES, 0, IN(CMD_COMPARE), 0},
     {"help", no_argument, OPT_HELP, 'h', IN(CMD_LIST) | IN(CMD_PEAK) | IN(CMD_RUN) | IN(CMD_SWEEP) |
-                                             IN(CMD_VERIFY) | IN(CMD_TABLE) | IN(CMD_COMPARE), 0},
+                                             IN(CMD_VERIFY) | IN(CMD_TABLE) | IN(CMD_COMPARE) |
+                                             IN(CMD_MERGE), 0},
 };
 #define N_OPTS ((int)(sizeof opt_defs / sizeof opt_defs[0]))
 
 static const char *const command_names[] = {"list", "peak", "run", "sweep", "verify", "table",
-                                            "compare"};
+                                            "compare", "merge"};
 
 const char *command_name(command_t cmd)
 {
@@ -197,6 +202,51 @@ static int parse_u64(const char *opt, const char *s, uint64_t *out, char *msg, s
     if (*end) FAIL("%s: '%s' is not a whole number", opt, s);
     if (errno == ERANGE) FAIL("%s: '%s' is too large", opt, s);
     *out = v;
+    return 0;
+}
+
+/* --shard I/N: the I-th of N slices, 1 <= I <= N <= SHARDS_MAX (1-based, as a job array
+ * task's $((SLURM_ARRAY_TASK_ID + 1))). */
+static int parse_shard(const char *s, int *shard, int *shards, char *msg, size_t len)
+{
+    const char *slash = strchr(s, '/');
+    char i_text[16], n_text[16];
+    if (!slash || slash == s || !slash[1] || (size_t)(slash - s) >= sizeof i_text ||
+        strlen(slash + 1) >= sizeof n_text)
+        FAIL("--shard: '%s' is not I/N (the I-th of N slices, 1 <= I <= N)", s);
+    snprintf(i_text, sizeof i_text, "%.*s", (int)(slash - s), s);
+    snprintf(n_text, sizeof n_text, "%s", slash + 1);
+    int i, n;
+    if (parse_int("--shard", n_text, 1, SHARDS_MAX, &n, msg, len) ||
+        parse_int("--shard", i_text, 1, SHARDS_MAX, &i, msg, len))
+        FAIL("--shard: '%s' is not I/N with 1 <= I <= N <= %d (slices count from 1)", s, SHARDS_MAX);
+    if (i > n) FAIL("--shard: '%s': I runs from 1 to N = %d (slices count from 1)", s, n);
+    *shard = i;
+    *shards = n;
+    return 0;
+}
+
+/* --devices all | 0,1,..: each a device index from 0, at most once. */
+static int parse_devices(const char *s, options_t *o, char *msg, size_t len)
+{
+    o->n_devices = 0;
+    o->all_devices = !strcmp(s, "all");
+    if (o->all_devices) return 0;
+    if (!*s) FAIL("--devices: empty list (all, or indices such as 0,1)");
+    for (const char *p = s;;) {
+        size_t n = strcspn(p, ",");
+        char one[16];
+        if (n == 0 || n >= sizeof one) FAIL("--devices: '%s' is not all or a list of device indices", s);
+        snprintf(one, sizeof one, "%.*s", (int)n, p);
+        int d;
+        if (parse_int("--devices", one, 0, DEVICES_MAX - 1, &d, msg, len)) return -1;
+        for (int j = 0; j < o->n_devices; ++j)
+            if (o->devices[j] == d) FAIL("--devices: device %d is listed twice", d);
+        if (o->n_devices == DEVICES_MAX) FAIL("--devices: more than %d devices", DEVICES_MAX);
+        o->devices[o->n_devices++] = d;
+        if (!p[n]) break;
+        p += n + 1;
+    }
     return 0;
 }
 
@@ -417,6 +467,9 @@ static int apply_option(const opt_def_t *d, const char *arg, command_t mode, opt
     case OPT_MAX_NOISE: return parse_positive_double(opt, arg, &o->max_noise_pct, msg, len);
     case OPT_MAX_TIME: return parse_positive_double(opt, arg, &o->max_time_s, msg, len);
     case OPT_SEED: return parse_u64(opt, arg, &o->seed, msg, len);
+    case OPT_DRY_RUN: o->dry_run = true; return 0;
+    case OPT_SHARD: return parse_shard(arg, &o->shard, &o->shards, msg, len);
+    case OPT_DEVICES: return parse_devices(arg, o, msg, len);
     default: return apply_table_option(d, arg, o, msg, len);
     }
 }
@@ -462,6 +515,16 @@ static int parse_line(int argc, char **argv, command_t mode, options_t *o, unsig
             FAIL("needs exactly two files, BASE.csv and NEW.csv (got %d; see --help)", argc - optind);
         o->files[0] = argv[optind];
         o->files[1] = argv[optind + 1];
+        return 0;
+    }
+    if (mode == CMD_MERGE) {
+        if (argc - optind < 2)
+            FAIL("needs OUT.csv and at least one input CSV (got %d file%s; see --help)", argc - optind,
+                 argc - optind == 1 ? "" : "s");
+        for (int i = optind; i < argc; ++i)
+            if (!*argv[i]) FAIL("an empty file name (argument %d)", i - optind + 1);
+        o->merge_files = argv + optind;
+        o->n_merge_files = argc - optind;
         return 0;
     }
     if (optind < argc)
@@ -528,7 +591,8 @@ int options_parse(int argc, char **argv, command_t cmd, options_t *o, char *msg,
     if (o->resume && !o->out) FAIL("--resume needs --out FILE.csv (the sweep to resume)");
     if (o->resume && o->force)
         FAIL("--resume keeps the rows of --out and --force replaces them: give one of them");
-    if (o->force && !o->out) FAIL("--force needs --out FILE.csv (the file to replace)");
+    if (o->force && !o->out && cmd != CMD_MERGE) FAIL("--force needs --out FILE.csv (the file to replace)");
+    if (cmd == CMD_MERGE) return 0;
     if (cmd == CMD_TABLE) {
         if (!o->n_inputs) FAIL("--in FILE.csv is required (see --help)");
         if (!o->table.paper && (!o->table.rows || !o->table.cols))
@@ -540,7 +604,7 @@ int options_parse(int argc, char **argv, command_t cmd, options_t *o, char *msg,
         if (check_single(o, msg, len)) return -1;
     }
     if (cmd == CMD_SWEEP) {
-        if (!o->out) FAIL("sweep needs --out FILE.csv");
+        if (!o->out && !o->dry_run) FAIL("sweep needs --out FILE.csv (or --dry-run)");
         if (!o->grid_set && !o->suite)
             FAIL("sweep needs a grid (e.g. --beam 1:64 --ctx 8k,32k) or --suite NAME");
     }

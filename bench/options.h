@@ -13,10 +13,13 @@
 extern "C" {
 #endif
 
-typedef enum { CMD_LIST, CMD_PEAK, CMD_RUN, CMD_SWEEP, CMD_VERIFY, CMD_TABLE, CMD_COMPARE } command_t;
+typedef enum { CMD_LIST, CMD_PEAK, CMD_RUN, CMD_SWEEP, CMD_VERIFY, CMD_TABLE, CMD_COMPARE,
+               CMD_MERGE } command_t;
 
 #define KERNELS_MAX 16
 #define TABLE_INPUTS_MAX 32
+#define DEVICES_MAX 64
+#define SHARDS_MAX 65536
 
 typedef struct options {
     grid_t grid;
@@ -28,6 +31,12 @@ typedef struct options {
     unsigned grid_set;      /* GRID_FIELD_* bits of the fields the command line set
                              * (by a problem option or by --model) */
     bool resume, force, verify, profile, hot, graph;   /* verify: on unless --no-verify */
+    bool dry_run;           /* sweep/verify --dry-run: list the rows, run nothing */
+    int shard, shards;      /* --shard I/N: the I-th (1-based) of N slices; 0/0 = the whole grid */
+    /* --devices: CUDA device indices as this process sees them, in the order given;
+     * all_devices: every device the machine shows (resolved when the GPUs are probed) */
+    int devices[DEVICES_MAX]; int n_devices;
+    bool all_devices;
     double verify_time_s;   /* --verify-time SECONDS a row's reference may take: rows beyond
                              * VERIFY_MIN_ROWS are checked while it lasts (default 1) */
     int iters;              /* --iters N (0 = until --max-noise), at most TIMING_ITERS_LIMIT */
@@ -43,6 +52,8 @@ typedef struct options {
     const char *files[2];
     double threshold;
     bool changes_only;
+    /* merge: OUT.csv, then the inputs (pointing into argv) */
+    char *const *merge_files; int n_merge_files;
 } options_t;
 
 const char *command_name(command_t cmd);
@@ -57,7 +68,7 @@ const char *command_name(command_t cmd);
  * option and the kernel supporting the problem, for `sweep` --out and a grid or suite
  * (the suite is loaded once to check it), --resume only with --out and not with
  * --force; for `table` at least one --in and --rows with --cols or --paper; for
- * `compare` exactly two files. */
+ * `compare` exactly two files; for `merge` OUT.csv and at least one input. */
 int options_parse(int argc, char **argv, command_t cmd, options_t *o, char *msg, size_t len);
 
 /* One suite line's words (argv[0] any name) into o: the defaults, then its problem

@@ -58,6 +58,8 @@ static int load_done(out_csv_t *o, const csv_table_t *t, char *msg, size_t len)
         char key[1024];
         csv_row_key(&row, key, sizeof key);
         if (!(o->done[o->n_done] = strdup(key))) FAIL("out of host memory");
+        if (o->n_done == 0 || strcmp(o->gpu, row.gpu) != 0)
+            snprintf(o->gpu, sizeof o->gpu, "%s", o->n_done == 0 ? row.gpu : "");
         o->n_done++;
     }
     qsort(o->done, (size_t)o->n_done, sizeof *o->done, key_order);
@@ -156,7 +158,7 @@ static int open_file(out_csv_t *o, char *msg, size_t len)
         break;
     }
     if (!o->f) FAIL("%s: cannot open for writing: %s", o->path, strerror(errno));
-    if (o->mode != OUT_APPEND && csv_write_header(o->f) != 0)
+    if (o->mode != OUT_APPEND && csv_write_header_cols(o->f, o->cols) != 0)
         FAIL("%s: cannot write: %s", o->path, strerror(errno));
     return 0;
 }

@@ -26,9 +26,11 @@ typedef struct out_csv {
     off_t keep_bytes;      /* OUT_APPEND: the file's bytes that stay (a torn row cut) */
     bool add_newline;      /* OUT_APPEND: its complete last row lacks the newline */
     bool cut;              /* OUT_APPEND: keep_bytes is shorter than the file */
-    int cols;              /* columns of the rows written (the file's header) */
+    int cols;              /* columns of the rows written (the file's header; a new file's
+                              may be set below csv_column_count before the first row) */
     char **done;           /* sorted keys (csv_row_key) of the finished rows */
     int n_done;
+    char gpu[32];          /* the gpu of the finished rows where they share one, else "" */
     FILE *f;               /* NULL until the first row */
 } out_csv_t;
 

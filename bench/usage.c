@@ -20,6 +20,7 @@ static const char top_text[] =
     "  verify    every kernel against the CPU reference; exit 1 on a mismatch\n"
     "  table     a sweep CSV as a table (axes of your choice, or a paper table)\n"
     "  compare   two sweep CSVs, row by row; exit 1 on a regression\n"
+    "  merge     the CSVs of a sweep's shards (--shard I/N) into one\n"
     "\n"
     "  attnbench <command> --help   that command's options (also: attnbench help CMD)\n"
     "  attnbench --version          the source revision this binary was built from\n"
@@ -130,6 +131,7 @@ static const char run_examples[] =
 static const char sweep_text[] =
     "usage: attnbench sweep [problem options] [--suite NAME|PATH] --out FILE.csv\n"
     "                       [--kernels K1,K2] [--resume|--force] [--no-verify]\n"
+    "                       [--shard I/N] [--devices all|0,1,..] [--dry-run]\n"
     "                       [timing options]\n"
     "\n"
     "Runs every configuration of the grid (the product of the problem options'\n"
@@ -159,21 +161,44 @@ static const char sweep_text[] =
     "                         held when its configuration, --q-scaling, --hot and\n"
     "                         --graph match\n"
     "      --force            replace an existing results CSV\n"
+    "%s"
     "      --no-verify        skip checking every row against the CPU reference\n"
     "      --verify-time S    a row's CPU reference may take S seconds: more output\n"
     "                         rows are checked while it lasts (4096, or all, always)\n"
     "                                                                          [1]\n"
     "\n";
 
+/* sweep's and verify's options that slice and deal the rows, and list them */
+static const char shard_text[] =
+    "      --shard I/N        run only the I-th of N slices of the rows (1 <= I <= N,\n"
+    "                         counted from 1), for cluster job arrays: the rows, the\n"
+    "                         dearest first by their bytes and FLOPs, are dealt to the\n"
+    "                         slices in turn, the same on every machine; each row is\n"
+    "                         in one slice. attnbench merge joins their CSVs\n"
+    "      --devices all|0,1  one worker process per GPU (CUDA indices, as\n"
+    "                         nvidia-smi and CUDA_VISIBLE_DEVICES number them), the\n"
+    "                         rows handed to whichever is free, the dearest first,\n"
+    "                         into one CSV whose device column says which ran each;\n"
+    "                         GPUs of different kinds are refused   [the default GPU]\n"
+    "      --dry-run          list the rows instead of running them, one line each:\n"
+    "                         `attnbench run LINE` reruns it; a row the kernel cannot\n"
+    "                         run is marked unsupported, rows --resume finds in\n"
+    "                         --out are left out; then their count. No GPU is used\n"
+    "                         (--out is then optional)\n";
+
 static const char sweep_examples[] =
     "\n"
     "examples:\n"
     "  attnbench sweep --beam 1:256 --kv-heads 32,8,1 --ctx 8k,16k,32k \\\n"
     "      --kernels fused,cublas --out fused.csv\n"
-    "  attnbench sweep --suite paper6 --out paper6.csv --resume\n";
+    "  attnbench sweep --suite paper6 --out paper6.csv --resume\n"
+    "  attnbench sweep --suite paper6 --shard 2/8 --out paper6-2.csv --resume\n"
+    "  attnbench sweep --suite core --devices all --out core.csv\n"
+    "  attnbench sweep --suite paper7 --dry-run | tail -n 1\n";
 
 static const char verify_text[] =
     "usage: attnbench verify [--suite quick|full|PATH] [--kernels K1,K2] [--seed N]\n"
+    "                        [--shard I/N] [--devices all|0,1,..] [--dry-run]\n"
     "\n"
     "Runs every kernel on every configuration of a verification suite with fresh\n"
     "random inputs and an output poisoned with NaN, twice (the second launch\n"
@@ -194,6 +219,7 @@ static const char verify_text[] =
     "      --verify-time S    a row's CPU reference may take S seconds: more output\n"
     "                         rows are checked while it lasts (4096, or all, always)\n"
     "                                                                          [1]\n"
+    "%s"
     "\n"
     "examples:\n"
     "  attnbench verify\n"
@@ -240,6 +266,23 @@ static const char compare_text[] =
     "  --changes      list only rows whose verdict is not same\n"
     "Exit status: 0 pass, 1 any slower, broken or missing row, 2 bad input.\n";
 
+static const char merge_text[] =
+    "usage: attnbench merge OUT.csv IN.csv [IN.csv ...] [--force]\n"
+    "\n"
+    "Joins results CSVs, the shards of one sweep (sweep --shard I/N), into OUT.csv:\n"
+    "the rows of each input in turn, as they are. Needs no GPU. Refused (exit 2, one\n"
+    "line naming FILE:LINE) unless every input is a results CSV with the same columns,\n"
+    "every row of every input has the same version (one build ran every shard), and\n"
+    "no configuration is in two inputs, or twice in one input other than as error\n"
+    "rows (which sweep --resume ran again): a row matches as for --resume, on gpu,\n"
+    "kernel, configuration, --q-scaling, --hot and --graph.\n"
+    "  --force   replace OUT.csv where it is a results CSV already; any other\n"
+    "            existing file is refused, as are FIFOs, directories and devices\n"
+    "            (/dev/stdout excepted); OUT.csv may not be one of the inputs\n"
+    "\n"
+    "example:\n"
+    "  attnbench merge paper6.csv paper6-*.csv\n";
+
 static void kernel_names(char *buf, size_t len)
 {
     buf[0] = '\0';
@@ -277,17 +320,19 @@ void usage_print(FILE *f, const char *command)
         fputs(timing_text, f);
         fputs(run_examples, f);
     } else if (!strcmp(c, "sweep")) {
-        fprintf(f, sweep_text, kernels);
+        fprintf(f, sweep_text, kernels, shard_text);
         print_problem(f);
         fputs("\n", f);
         fputs(timing_text, f);
         fputs(sweep_examples, f);
     } else if (!strcmp(c, "verify")) {
-        fprintf(f, verify_text, kernels);
+        fprintf(f, verify_text, kernels, shard_text);
     } else if (!strcmp(c, "table")) {
         fputs(table_text, f);
     } else if (!strcmp(c, "compare")) {
         fputs(compare_text, f);
+    } else if (!strcmp(c, "merge")) {
+        fputs(merge_text, f);
     } else {
         fputs(top_text, f);
     }

@@ -44,3 +44,16 @@ int device_available(void)
     }
     return n > 0;
 }
+
+int device_keys(char (*keys)[32], int max)
+{
+    int n = 0;
+    if (!device_available() || cudaGetDeviceCount(&n) != cudaSuccess) return 0;
+    if (n > max) n = max;
+    for (int i = 0; i < n; ++i) {
+        cudaDeviceProp prop;
+        if (cudaGetDeviceProperties(&prop, i) != cudaSuccess) return 0;
+        gpu_key_from_name(prop.name, keys[i], sizeof keys[i]);
+    }
+    return n;
+}

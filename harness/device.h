@@ -21,6 +21,12 @@ cudaError_t device_query(device_info_t *dev);
  * leaves no pending CUDA error behind. */
 int device_available(void);
 
+/* The short key (gpu_key_from_name) of each of the first max devices this process
+ * sees; returns how many, 0 without driver or device. Initialises CUDA in the calling
+ * process: `--devices` calls it in a child, so that the workers it forks after start
+ * clean. */
+int device_keys(char (*keys)[32], int max);
+
 /* The short key of a device name used in CSV rows and results/<gpu>/:
  * "NVIDIA H100 80GB HBM3" -> "h100", "NVIDIA H200" -> "h200",
  * "NVIDIA A100-SXM4-80GB" -> "a100", "NVIDIA GeForce RTX 4090" -> "rtx4090".

@@ -102,13 +102,11 @@ static void row_args(const problem_t *p, const attn_kernel_t *k, const timing_op
 #undef MORE
 }
 
-/* The row's configuration columns and the plan they record; returns the kernel the
- * plan runs, NULL when k does not support p. */
-static const attn_kernel_t *describe(const runner_t *r, const problem_t *p,
-                                     const attn_kernel_t *k, result_row_t *row, attn_plan_t *plan)
+void runner_describe_unplanned(const char *gpu, const timing_opts_t *timing, const problem_t *p,
+                               const attn_kernel_t *k, result_row_t *row)
 {
     result_row_init(row); /* every measured number starts as "not measured" */
-    snprintf(row->gpu, sizeof row->gpu, "%s", r->dev.gpu);
+    snprintf(row->gpu, sizeof row->gpu, "%s", gpu);
     snprintf(row->kernel, sizeof row->kernel, "%s", k->name);
     snprintf(row->attn, sizeof row->attn, "%s", attn_type_name(problem_attn_type(p)));
     row->batch = p->batch;
@@ -123,15 +121,25 @@ static const attn_kernel_t *describe(const runner_t *r, const problem_t *p,
     row->block_size = p->cache == CACHE_PAGED ? p->block_size : 0;
     row->indirection = p->indirection;
     snprintf(row->multi_block, sizeof row->multi_block, "%s", multi_block_name(p->multi_block));
-    const attn_kernel_t *runs = plan_for(r, p, k, plan);
-    row->splits = runs ? plan->split.splits : p->splits;
-    snprintf(row->ran, sizeof row->ran, "%s", runs ? runs->name : k->name);
+    row->splits = p->splits;
+    snprintf(row->ran, sizeof row->ran, "%s", k->name);
     snprintf(row->status, sizeof row->status, "%s", "ok");
     snprintf(row->verified, sizeof row->verified, "%s", "skip");
     snprintf(row->version, sizeof row->version, "%s", attnbench_version);
     snprintf(row->model, sizeof row->model, "%s", p->model ? p->model : "");
     row->layers = p->layers;
-    row_args(p, k, &r->timing, row->args, sizeof row->args);
+    row_args(p, k, timing, row->args, sizeof row->args);
+}
+
+/* The row's configuration columns and the plan they record; returns the kernel the
+ * plan runs, NULL when k does not support p. */
+static const attn_kernel_t *describe(const runner_t *r, const problem_t *p,
+                                     const attn_kernel_t *k, result_row_t *row, attn_plan_t *plan)
+{
+    runner_describe_unplanned(r->dev.gpu, &r->timing, p, k, row);
+    const attn_kernel_t *runs = plan_for(r, p, k, plan);
+    row->splits = runs ? plan->split.splits : p->splits;
+    snprintf(row->ran, sizeof row->ran, "%s", runs ? runs->name : k->name);
     return runs;
 }
 

@@ -44,6 +44,11 @@ void runner_row(runner_t *r, const problem_t *p, const attn_kernel_t *k, result_
 void runner_describe_row(const runner_t *r, const problem_t *p, const attn_kernel_t *k,
                          result_row_t *row);
 
+/* The same without a GPU (sweep --dry-run): gpu as given, splits and ran as asked,
+ * not as a plan on the GPU would resolve them. Its args rerun the row. */
+void runner_describe_unplanned(const char *gpu, const timing_opts_t *timing, const problem_t *p,
+                               const attn_kernel_t *k, result_row_t *row);
+
 /* Readable one-line-per-row table on stdout, as rows complete. */
 void runner_print_header(FILE *f);
 void runner_print_row(FILE *f, const result_row_t *row);

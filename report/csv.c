@@ -37,7 +37,7 @@ static const col_desc_t cols[] = {
     S(version),
     S(ran), S(model), I(layers), S(args), D(sm_mhz, "%.0f"),
     D(peak_gbps, "%.0f"), D(peak_tflops, "%.0f"), D(pct_spec_bw, "%.2f"),
-    D(workspace_bytes, "%.0f"), S(flags),
+    D(workspace_bytes, "%.0f"), S(flags), I(device),
 };
 #undef S
 #undef I
@@ -83,9 +83,11 @@ void csv_write_field(FILE *f, const char *s)
     fputc('"', f);
 }
 
-int csv_write_header(FILE *f)
+int csv_write_header(FILE *f) { return csv_write_header_cols(f, NCOLS); }
+
+int csv_write_header_cols(FILE *f, int ncols)
 {
-    for (int c = 0; c < NCOLS; c++)
+    for (int c = 0; c < ncols && c < NCOLS; c++)
         fprintf(f, "%s%s", c ? "," : "", cols[c].name);
     fputc('\n', f);
     return fflush(f) != 0 || ferror(f) ? -1 : 0;
@@ -404,6 +406,7 @@ void csv_free(csv_table_t *t)
         free(t->cells[r]);
     }
     free(t->cells);
+    free(t->lines);
     memset(t, 0, sizeof *t);
 }
 
@@ -556,13 +559,17 @@ int csv_parse_text(const char *text, size_t size, const char *path, csv_table_t 
         if (t->nrows == cap) {
             cap = cap ? 2 * cap : 64;
             char ***nc = realloc(t->cells, (size_t)cap * sizeof *nc);
-            if (nc == NULL) {
+            if (nc != NULL)
+                t->cells = nc;
+            int *nl = nc == NULL ? NULL : realloc(t->lines, (size_t)cap * sizeof *nl);
+            if (nl == NULL) {
                 strvec_free(&rec);
                 free(buf);
                 return fail(t, msg, len, path, 0, "out of memory");
             }
-            t->cells = nc;
+            t->lines = nl;
         }
+        t->lines[t->nrows] = rec_line;
         t->cells[t->nrows++] = rec.v;
         rec = (strvec_t){ 0 };
         if (check_row(t, t->nrows - 1, what, sizeof what) != 0) {
@@ -614,6 +621,8 @@ int csv_append(csv_table_t *dst, const csv_table_t *src, char *msg, size_t len)
         return -1;
     }
     dst->cells = nc;
+    free(dst->lines);
+    dst->lines = NULL;
     for (int r = 0; r < src->nrows; r++) {
         char **row = malloc((size_t)src->ncols * sizeof *row);
         if (row == NULL) {

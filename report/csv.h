@@ -31,11 +31,13 @@ typedef struct result_row {
     double pct_spec_bw;  /* gbps against the card's theoretical bandwidth (NVML) */
     double workspace_bytes;  /* split partials and other scratch traffic, not in bytes */
     char flags[24];    /* ';'-separated: noisy, throttled (timing_flags); empty when none */
+    int device;        /* the CUDA device that ran the row, numbered as the command saw them
+                          (its CUDA_VISIBLE_DEVICES): 0 on one GPU, the --devices entry else */
 } result_row_t;
 
 /* Every SPEC §6 column must be present in a file that is read; the appended ones
  * (ran, model, layers, args, sm_mhz, peak_gbps, peak_tflops, pct_spec_bw,
- * workspace_bytes, flags) may be absent. */
+ * workspace_bytes, flags, device) may be absent. */
 #define CSV_SPEC_COLUMNS 34
 extern const int csv_column_count;
 
@@ -49,6 +51,8 @@ void csv_write_field(FILE *f, const char *s);
 const char *csv_column_name(int c);
 /* Each returns 0, or -1 when the stream could not take it (a full disk). */
 int csv_write_header(FILE *f);
+/* The header of the first ncols columns (a file of an earlier version: csv_file_columns). */
+int csv_write_header_cols(FILE *f, int ncols);
 /* Writes one row and flushes, so an interrupted sweep keeps its rows: every column,
  * or the first ncols of them (rows appended to a file of an earlier version, whose
  * header has fewer: csv_file_columns). */
@@ -59,6 +63,8 @@ typedef struct csv_table {
     char **names;
     int nrows;
     char ***cells;   /* cells[row][col] */
+    int *lines;      /* lines[row]: the line of the file the row starts on (for messages);
+                        NULL in a table built by hand */
 } csv_table_t;
 
 /* Reads a whole results CSV (RFC 4180 quoting). Returns 0, or -1 on an unreadable
@@ -81,7 +87,8 @@ int csv_column(const csv_table_t *t, const char *col);
 /* Table row -> struct. Returns 0, or -1 when a field does not parse. */
 int csv_row_parse(const csv_table_t *t, int row, result_row_t *r);
 /* Appends the rows of src to dst; their columns must be the same, in the same order.
- * Returns 0, or -1 with one line in msg. src is left as it was. */
+ * Returns 0, or -1 with one line in msg. src is left as it was; dst's line numbers
+ * are dropped (they would name two files). */
 int csv_append(csv_table_t *dst, const csv_table_t *src, char *msg, size_t len);
 /* gpu + kernel + every configuration column (and model/layers, which decide oom),
  * and the settings that change what a row measures, read from its args (--q-scaling,

@@ -126,11 +126,27 @@ bad list --batch 1
 bad peak --iters 3
 bad frobnicate
 
+# shards, devices and dry runs (sweep and verify only), and merge's command line
+for v in 0/3 4/3 3 1/0 /3 3/ a/b 1/2/3 -1/2 1/65537 '' 1/99999999999; do
+    bad sweep --suite ci --out "$csv" --shard "$v"
+done
+bad verify --shard 2/1
+bad run --kernel fused --shard 1/2
+for v in '' x 1,1 64 -1 0, ,0 0,all; do bad sweep --suite ci --out "$csv" --devices "$v"; done
+bad run --kernel fused --devices 0
+bad run --kernel fused --dry-run
+bad sweep --suite ci --dry-run --resume
+bad merge
+bad merge "$tmp/only.csv"
+bad merge "$tmp/out.csv" "$tmp/missing.csv"
+bad merge "$tmp/out.csv" tests/fixtures/compare_base.csv --threshold 1
+bad merge "$tmp/out.csv" "" tests/fixtures/compare_base.csv
+
 # CSV input of table and compare
 bad table --in "$tmp/missing.csv"
 bad compare "$tmp/missing-a.csv" "$tmp/missing-b.csv"
 
-for c in run sweep verify list peak table compare; do check_help "$c"; done
+for c in run sweep verify list peak table compare merge; do check_help "$c"; done
 
 echo "bad input: $passed passed, $failed failed"
 [ "$failed" -eq 0 ]

@@ -46,6 +46,7 @@ static void ok_row(result_row_t *r, const char *kernel, int beam, double median)
     r->pct_spec_bw = 74.25;
     r->workspace_bytes = 1048576;
     snprintf(r->flags, sizeof r->flags, "noisy;throttled");
+    r->device = 3;
 }
 
 static void oom_row(result_row_t *r)
@@ -104,6 +105,7 @@ static void assert_rows_equal(const result_row_t *a, const result_row_t *b)
     assert_true(same_double(a->pct_spec_bw, b->pct_spec_bw));
     assert_true(same_double(a->workspace_bytes, b->workspace_bytes));
     assert_string_equal(a->flags, b->flags);
+    assert_int_equal(a->device, b->device);
 }
 
 static char tmp_path[64];
@@ -388,7 +390,7 @@ static void appending_keeps_an_earlier_versions_columns(void **state)
     ok_row(&r, "bifurcated", 8, 42.0);
     /* tests/fixtures hold files written before the sm_mhz column */
     const char *old = "tests/fixtures/compare_base.csv";
-    assert_int_equal(csv_file_columns(old, msg, sizeof msg), csv_column_count - 6);
+    assert_int_equal(csv_file_columns(old, msg, sizeof msg), csv_column_count - 7);
 
     FILE *f = tmp_open();
     csv_write_header(f);

@@ -556,6 +556,42 @@ static void test_limits_and_out_flags(void **state)
     expect_bad(CMD_VERIFY, "verify --force", "does not take --force");
 }
 
+/* --shard, --devices and --dry-run for sweep and verify; merge's files. */
+static void test_shards_devices_and_merge(void **state)
+{
+    (void)state;
+    options_t o;
+    parse_ok(CMD_SWEEP, "sweep --suite ci --out x.csv --shard 3/8 --devices 2,0 --resume", &o);
+    assert_int_equal(o.shard, 3);
+    assert_int_equal(o.shards, 8);
+    assert_int_equal(o.n_devices, 2);
+    assert_int_equal(o.devices[0], 2);
+    assert_int_equal(o.devices[1], 0);
+    assert_false(o.all_devices);
+    assert_false(o.dry_run);
+    parse_ok(CMD_SWEEP, "sweep --suite ci --dry-run --devices all", &o);   /* no --out needed */
+    assert_true(o.dry_run && o.all_devices);
+    assert_null(o.out);
+    assert_int_equal(o.shards, 0);
+    parse_ok(CMD_VERIFY, "verify --shard 1/1 --dry-run", &o);
+    assert_int_equal(o.shard, 1);
+    expect_bad(CMD_SWEEP, "sweep --suite ci --out x.csv --shard 0/2", "slices count from 1");
+    expect_bad(CMD_SWEEP, "sweep --suite ci --out x.csv --shard 3/2", "I runs from 1 to N = 2");
+    expect_bad(CMD_SWEEP, "sweep --suite ci --out x.csv --shard 2", "is not I/N");
+    expect_bad(CMD_SWEEP, "sweep --suite ci --out x.csv --devices 0,0", "listed twice");
+    expect_bad(CMD_SWEEP, "sweep --suite ci --out x.csv --devices gpu0", "--devices");
+    expect_bad(CMD_SWEEP, "sweep --suite ci", "--out FILE.csv (or --dry-run)");
+    expect_bad(CMD_RUN, "run --kernel fused --shard 1/2", "does not take --shard");
+
+    parse_ok(CMD_MERGE, "merge all.csv a.csv --force b.csv", &o);
+    assert_int_equal(o.n_merge_files, 3);
+    assert_string_equal(o.merge_files[0], "all.csv");
+    assert_string_equal(o.merge_files[2], "b.csv");
+    assert_true(o.force);
+    expect_bad(CMD_MERGE, "merge all.csv", "at least one input");
+    expect_bad(CMD_MERGE, "merge all.csv a.csv --shard 1/2", "does not take --shard");
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -576,6 +612,7 @@ int main(void)
         cmocka_unit_test(test_shipped_suites_load),
         cmocka_unit_test(test_table_and_compare),
         cmocka_unit_test(test_limits_and_out_flags),
+        cmocka_unit_test(test_shards_devices_and_merge),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -5,8 +5,9 @@
 # A command is a line of a ```sh code block (a line ending in \ goes on on the next).
 # The rule for which ones run:
 #   build/attnbench ...   runs with the binary under test, from the repository root,
-#                         except `run`, `sweep`, `verify` and `peak` without --help:
-#                         those need a GPU and are skipped;
+#                         except `run`, `sweep`, `verify` and `peak` without --help or
+#                         --dry-run: those need a GPU and are skipped;
+#   bench/slurm-sweep.sh  needs a Slurm cluster: skipped (tests/test_slurm.sh runs it);
 #   make plots            runs its recipe, plots/render.sh on each results/<gpu>/, into a
 #                         temporary directory (the committed figures stay as they are);
 #   make ...              any other target is skipped: it builds, needs a GPU, or runs
@@ -101,7 +102,7 @@ check_file() {
             sub=$(printf '%s\n' "$cmd" | awk '{print $2}')
             case "$sub $cmd" in
             run\ * | sweep\ * | verify\ * | peak\ *)
-                case $cmd in *--help*) ;; *) skipped=$((skipped + 1)); continue ;; esac ;;
+                case $cmd in *--help* | *--dry-run*) ;; *) skipped=$((skipped + 1)); continue ;; esac ;;
             esac
             eval "\"\$bin\" ${cmd#build/attnbench}" >"$tmp/out" 2>"$tmp/err" </dev/null
             got=$?
@@ -118,7 +119,7 @@ check_file() {
                 skipped=$((skipped + 1))
             fi
             ;;
-        make | "make "*) skipped=$((skipped + 1)) ;;
+        make | "make "* | "bench/slurm-sweep.sh "*) skipped=$((skipped + 1)) ;;
         *) fail "$file: '$cmd': not a command this test can classify" ;;
         esac
     done < "$tmp/cmds"

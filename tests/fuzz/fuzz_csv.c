@@ -1,6 +1,7 @@
 /* libFuzzer target: the results-CSV reader and everything that reads a parsed table
- * (row keys, compare's join, table's pivot and paper layouts), and the --out check
- * of an existing file (header test, torn-row repair plan, resume keys). */
+ * (row keys, compare's join, table's pivot and paper layouts, merge's checks of the
+ * table beside itself and alone), and the --out check of an existing file (header test,
+ * torn-row repair plan, resume keys). */
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -10,6 +11,7 @@
 #include "../../bench/out_csv.h"
 #include "../../report/compare.h"
 #include "../../report/csv.h"
+#include "../../report/merge.h"
 #include "../../report/table.h"
 
 static FILE *sink;
@@ -43,6 +45,10 @@ static void use_table(const csv_table_t *t)
         o.format = TABLE_MD;
         table_render(sink, t, &o, msg, sizeof msg);
     }
+    const csv_table_t twice[2] = {*t, *t};
+    const char *const paths[2] = {"a.csv", "b.csv"};
+    merge_check(twice, paths, 1, msg, sizeof msg);
+    merge_check(twice, paths, 2, msg, sizeof msg);
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)

@@ -1,0 +1,62 @@
+/* Worker processes for run, sweep and verify: the GPU work runs in children, one per
+ * GPU, so that a sticky CUDA error or a crash in one kernel costs one row, and several
+ * GPUs measure at once. The parent hands out jobs one at a time to whichever worker is
+ * free and is the only writer of the output, so rows land whole, one after another, as
+ * they finish. Nothing here touches a GPU: the worker callback does. */
+#ifndef ATTNBENCH_POOL_H
+#define ATTNBENCH_POOL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include "../report/csv.h"
+
+/* The job of a report that says the worker is set up and takes jobs. */
+#define POOL_READY (-1)
+
+/* What a worker tells the parent about one job; small enough for one atomic pipe write. */
+typedef struct pool_report {
+    int job;         /* the caller's job index, or POOL_READY */
+    int skipped;     /* already in the CSV (--resume): nothing was run */
+    int last;        /* the worker can run nothing more (a sticky CUDA error) and exits */
+    result_row_t row;
+} pool_report_t;
+
+typedef struct pool_ops {
+    /* In a child process of its own, for worker slot `slot`, started for the
+     * (starts+1)-th time: sets itself up, sends a POOL_READY report, then answers each
+     * job pool_next_job reads from `in` with one report on `out` until there are no
+     * more. Returns the child's exit status; where it cannot set up, it prints why
+     * and returns non-zero before POOL_READY. */
+    int (*worker)(void *ctx, int slot, int starts, int in, int out);
+    /* In the parent, as each report comes: 0, or -1 to stop every worker (exit 1). */
+    int (*record)(void *ctx, int slot, pool_report_t *rep);
+    /* In the parent: slot's worker died inside `job` (wait status `status`): the job's
+     * row is lost. 0, or -1 to stop every worker. */
+    int (*died)(void *ctx, int slot, int job, int status);
+} pool_ops_t;
+
+/* Runs jobs order[0..n) on min(slots, n) workers, handing each free worker the next
+ * job of order. A worker that dies, or that said `last`, is started again while jobs
+ * remain. Returns 0 when every job was reported or died in; 1 when a worker could not
+ * set up, made no progress between restarts, or record/died said stop (the workers
+ * still running are killed). */
+int pool_run(const pool_ops_t *ops, void *ctx, int slots, const int *order, int n);
+
+/* For workers: the next job from the parent, or -1 when it has no more. */
+int pool_next_job(int in);
+/* For workers: sends one report. 0, or -1 when the parent is gone. */
+int pool_send(int out, const pool_report_t *rep);
+
+/* --devices, planned without a GPU. keys[0..visible) are the kinds (gpu keys) of the
+ * devices the machine shows. With all, devices becomes 0..visible-1; otherwise each
+ * listed index must be below visible. Every chosen device must be of one kind: rows
+ * of one CSV are of one `gpu`. Returns 0, or -1 with one line in msg. */
+int pool_devices_check(const char (*keys)[32], int visible, bool all, int *devices,
+                       int *n_devices, char *msg, size_t len);
+
+/* The CUDA_VISIBLE_DEVICES a worker for device index d gets: the d-th entry of the
+ * parent's list where it has one (a user's CUDA_VISIBLE_DEVICES=2,3 makes index 0
+ * the GPU 2), else d itself. 0, or -1 when the list has no d-th entry. */
+int pool_visible_device(const char *parent_env, int d, char *buf, size_t len);
+
+#endif
