@@ -175,16 +175,16 @@ static const char shard_text[] =
     "                         dearest first by their bytes and FLOPs, are dealt to the\n"
     "                         slices in turn, the same on every machine; each row is\n"
     "                         in one slice. attnbench merge joins their CSVs\n"
-    "      --devices all|0,1  one worker process per GPU (CUDA indices, as\n"
-    "                         nvidia-smi and CUDA_VISIBLE_DEVICES number them), the\n"
-    "                         rows handed to whichever is free, the dearest first,\n"
-    "                         into one CSV whose device column says which ran each;\n"
-    "                         GPUs of different kinds are refused   [the default GPU]\n"
-    "      --dry-run          list the rows instead of running them, one line each:\n"
-    "                         `attnbench run LINE` reruns it; a row the kernel cannot\n"
-    "                         run is marked unsupported, rows --resume finds in\n"
-    "                         --out are left out; then their count. No GPU is used\n"
-    "                         (--out is then optional)\n";
+    "      --devices all|0,1  one worker process per GPU (CUDA device indices, as\n"
+    "                         CUDA_VISIBLE_DEVICES numbers them), each row handed\n"
+    "                         to the first free, the dearest first; sweep's CSV\n"
+    "                         says which ran it in its device column. GPUs of\n"
+    "                         different kinds are refused        [the default GPU]\n"
+    "      --dry-run          list the rows instead of running them, one line each\n"
+    "                         (`attnbench run LINE` reruns it), those the kernel\n"
+    "                         cannot run marked unsupported, those sweep --resume\n"
+    "                         finds in --out left out; then their count. No GPU is\n"
+    "                         used; sweep's --out is then optional\n";
 
 static const char sweep_examples[] =
     "\n"
