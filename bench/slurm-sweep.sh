@@ -4,9 +4,11 @@
 # stopped), then a job that waits for every task to succeed (--dependency=afterok) and
 # joins the shards' CSVs with attnbench merge into DIR/sweep.csv.
 #
-# usage: bench/slurm-sweep.sh -n SHARDS -o DIR [-b ATTNBENCH] [-g GRES] [-s "SBATCH OPTIONS"]
-#                             [--dry-run] -- SWEEP OPTIONS
+# usage: bench/slurm-sweep.sh -n SHARDS -o DIR [-a TASKS] [-b ATTNBENCH] [-g GRES]
+#                             [-s "SBATCH OPTIONS"] [--dry-run] -- SWEEP OPTIONS
 #   -n SHARDS   array tasks (sbatch --array=0-(SHARDS-1)); task T runs shard T+1 of SHARDS
+#   -a TASKS    queue only these tasks (sbatch --array syntax: 3,5-6), e.g. to run again
+#               those that failed: each resumes its shard's CSV
 #   -o DIR      the shards' CSVs shard-I.csv, the logs slurm-JOB_TASK.log, the merged
 #               sweep.csv (made if missing; merge refuses an existing sweep.csv)
 #   -b FILE     the attnbench binary                     [build/attnbench]
@@ -17,8 +19,9 @@
 # SWEEP OPTIONS are attnbench sweep's (a grid or --suite, --kernels, timing), without
 # --out, --shard or --resume, which this script sets. Prints the two job ids. A task
 # whose sweep exits non-zero (a row errored or mismatched, or no GPU) leaves the merge
-# job pending: look at its log, run the task again (sbatch --array=T with the same
-# arguments resumes it), then merge by hand: attnbench merge DIR/sweep.csv DIR/shard-*.csv
+# job pending: look at its log, cancel the merge job, then queue the task again with the
+# same arguments and -a T (its rows already in shard-I.csv are kept, its error rows
+# run again).
 #
 # Inside the jobs the script runs itself: --task and --merge (not for direct use).
 set -eu
@@ -51,11 +54,12 @@ if [ "${1:-}" = --merge ]; then
     exec "$bin" merge "$dir/sweep.csv" "$dir"/shard-*.csv
 fi
 
-shards="" dir="" bin=build/attnbench gres=gpu:1 extra="" dry=0
+shards="" dir="" bin=build/attnbench gres=gpu:1 extra="" dry=0 tasks=""
 while [ $# -gt 0 ]; do
     case $1 in
     -n) shards=${2:-}; shift 2 ;;
     -o) dir=${2:-}; shift 2 ;;
+    -a) tasks=${2:-}; shift 2 ;;
     -b) bin=${2:-}; shift 2 ;;
     -g) gres=${2:-}; shift 2 ;;
     -s) extra=${2:-}; shift 2 ;;
@@ -67,6 +71,8 @@ while [ $# -gt 0 ]; do
 done
 case $shards in '' | *[!0-9]* | 0*) die "-n: '$shards' is not a number of shards from 1" ;; esac
 [ -n "$dir" ] || die "-o DIR is required: where the shards' CSVs go"
+case $tasks in *[!0-9,-]*) die "-a: '$tasks' is not a list of task numbers such as 3,5-6" ;; esac
+tasks=${tasks:-0-$((shards - 1))}
 for a in "$@"; do
     case $a in --out | --out=* | -o | --shard | --shard=* | --resume | --force | --dry-run)
         die "$a: the script sets --out, --shard and --resume itself (and --dry-run is its own option)" ;;
@@ -84,12 +90,12 @@ self=$(cd "$(dirname "$0")" && pwd)/$(basename "$0")
 gpus=""
 [ "$dry" = 1 ] || [ -z "$gres" ] || gpus="--gres=$gres"
 # shellcheck disable=SC2086 # $extra and $gpus are lists of sbatch options
-array=$(sbatch --parsable --job-name=attnbench-sweep --array="0-$((shards - 1))" $gpus $extra \
+array=$(sbatch --parsable --job-name=attnbench-sweep --array="$tasks" $gpus $extra \
         --output="$dir/slurm-%A_%a.log" "$self" --task "$shards" "$dir" "$bin" "$dry" -- "$@")
 array=${array%%;*}
 # shellcheck disable=SC2086
 merge=$(sbatch --parsable --job-name=attnbench-merge --dependency="afterok:$array" $extra \
         --output="$dir/slurm-%j-merge.log" "$self" --merge "$dir" "$bin" "$dry")
 merge=${merge%%;*}
-echo "array job $array: $shards shards into $dir/shard-*.$([ "$dry" = 1 ] && echo txt || echo csv)"
+echo "array job $array: tasks $tasks of $shards shards into $dir/shard-*.$([ "$dry" = 1 ] && echo txt || echo csv)"
 echo "merge job $merge: $dir/sweep.$([ "$dry" = 1 ] && echo txt || echo csv) once every shard succeeded"

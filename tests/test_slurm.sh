@@ -85,12 +85,13 @@ if [ "$up" -ne 1 ]; then
     exit 1
 fi
 
-# sweep N ARGS...: the job array of N --dry-run shards and its merge job, waited for.
+# sweep N ARGS...: the job array of N --dry-run shards and its merge job, waited for
+# (with TASKS set: only those tasks, into the listings already there).
 sweep() {
     n=$1
     shift
     out="$tmp/out$n"
-    if ! sh bench/slurm-sweep.sh -n "$n" -o "$out" -b "$bin" --dry-run -- "$@" >"$tmp/submit" 2>&1; then
+    if ! sh bench/slurm-sweep.sh -n "$n" -o "$out" -b "$bin" ${TASKS:+-a "$TASKS"} --dry-run -- "$@" >"$tmp/submit" 2>&1; then
         fail "slurm-sweep.sh -n $n -- $*: $(tail -n 1 "$tmp/submit")"
         return
     fi
@@ -111,6 +112,9 @@ sweep() {
 
 sweep 3 --suite ci
 sweep 4 --suite paper6 --kernels fused,bifurcated
+# a failed task queued again alone: its shard is listed anew and the merge waits for it
+rm -f "$tmp/out3/shard-2.txt" "$tmp/out3/sweep.txt"
+TASKS=1 sweep 3 --suite ci
 
 # its own checks, before anything is queued
 if sh bench/slurm-sweep.sh -n 2 -o "$tmp/bad" -b "$bin" --dry-run -- --suite ci --out x.csv >/dev/null 2>&1; then
