@@ -138,13 +138,11 @@ static int on_death(void *vctx, int slot, int j, int status)
 {
     run_ctx_t *c = vctx;
     const options_t *o = c->o;
-    runner_t none;
-    memset(&none, 0, sizeof none);
-    snprintf(none.dev.gpu, sizeof none.dev.gpu, "%s", c->gpu);
-    none.timing.hot = o->hot;     /* the row's args, and so its key, as measured */
-    none.timing.graph = o->graph;
+    /* the row's args, and so its key, as measured; no plan, which needs the GPU's own
+     * description (the key holds the planned split count only where --splits forced it) */
+    timing_opts_t timing = {.hot = o->hot, .graph = o->graph};
     result_row_t row;
-    runner_describe_row(&none, &c->jobs[j].problem, c->jobs[j].kernel, &row);
+    runner_describe_unplanned(c->gpu, &timing, &c->jobs[j].problem, c->jobs[j].kernel, &row);
     snprintf(row.status, sizeof row.status, "%s", "error");
     row.device = c->devices ? c->devices[slot] : 0;
     cmd_error(NULL, "%s: the process running it died (%s %d)", row.args,
