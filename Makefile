@@ -29,9 +29,13 @@ LDLIBS    += -lcublas -lcuda -lgomp -lm -ldl
 # Peers (kernels/peers/): built from the headers `make peers` unpacks into $(PEERS);
 # without them each peer is a stub whose rows are unsupported ("not built").
 PEERS     ?= .peers
-HAVE_FLASHINFER := $(wildcard $(PEERS)/flashinfer/include/flashinfer/attention/decode.cuh)
+# FlashInfer's headers build against the CCCL its wheel carries, ahead of the toolkit's
+# (-I, as its JIT does), and are system headers there (-isystem: their warnings are its own).
+FI_CCCL         := $(PEERS)/flashinfer/cccl
+HAVE_FLASHINFER := $(and $(wildcard $(PEERS)/flashinfer/include/flashinfer/attention/decode.cuh),$(wildcard $(FI_CCCL)/libcudacxx/include/cuda/cmath))
 HAVE_CUDNN_FE   := $(wildcard $(PEERS)/cudnn_frontend/include/cudnn_frontend.h)
-PEER_FLAGS := $(if $(HAVE_FLASHINFER),-DATTN_HAVE_FLASHINFER -I$(PEERS)/flashinfer/include) \
+PEER_FLAGS := $(if $(HAVE_FLASHINFER),-DATTN_HAVE_FLASHINFER -I$(FI_CCCL)/cub -I$(FI_CCCL)/libcudacxx/include \
+                -I$(FI_CCCL)/thrust -isystem $(PEERS)/flashinfer/include) \
               $(if $(HAVE_CUDNN_FE),-DATTN_HAVE_CUDNN_FE -I$(PEERS)/cudnn_frontend/include)
 
 HOST_SRC  := $(wildcard problem/*.c report/*.c harness/*.c reference/*.c kernels/*.c bench/cmd_*.c) bench/usage.c bench/options.c bench/suite.c bench/out_csv.c bench/errors.c bench/pool.c
@@ -54,6 +58,8 @@ $(BUILD)/%.o: %.cu
 $(BUILD)/kernels/peers/%.o: kernels/peers/%.cu $(wildcard $(PEERS)/VERSIONS)
 	@mkdir -p $(dir $@)
 	$(NVCC) $(NVFLAGS) $(PEER_FLAGS) -MMD -MP -c $< -o $@
+# FlashInfer's JIT compiles its attention modules with fast math
+$(BUILD)/kernels/peers/flashinfer.o: PEER_FLAGS += -use_fast_math
 $(LIB): $(OBJ)
 	@rm -f $@
 	ar rcs $@ $^

@@ -10,3 +10,4 @@ ATTN_KERNEL(bifurcated)
 ATTN_KERNEL(auto)
 /* Peers: other projects' kernels under the same harness (kernels/peers/); each is
  * built from the package `make peers` fetches, and is an unsupported stub without it. */
+ATTN_KERNEL(flashinfer)

@@ -3,6 +3,8 @@
 # $PEERS (default .peers):
 #   flashinfer/include      FlashInfer's C++ headers (decode, cascade, state merge)
 #   flashinfer/csrc/xqa     TensorRT-LLM's XQA kernel sources, as FlashInfer ships them
+#   flashinfer/cccl         the CCCL headers FlashInfer builds against (cub, thrust,
+#                           libcudacxx: its headers need a newer one than CUDA 13.0's)
 #   cudnn_frontend/include  the cuDNN frontend's C++ graph API (header only; libcudnn
 #                           itself comes with the CUDA toolkit or PyTorch)
 #   VERSIONS                name==version of each, read by the Makefile and `list`
@@ -18,8 +20,11 @@ python3 -m pip download -q --no-deps --only-binary=:all: --python-version 3.12 \
     -d "$tmp" $pins
 rm -rf "$dest.new"
 mkdir -p "$dest.new/flashinfer" "$dest.new/cudnn_frontend" "$tmp/fi" "$tmp/fe"
-unzip -q "$tmp"/flashinfer_python-*.whl 'flashinfer/data/include/*' 'flashinfer/data/csrc/xqa/*' -d "$tmp/fi"
+unzip -q "$tmp"/flashinfer_python-*.whl 'flashinfer/data/include/*' 'flashinfer/data/csrc/xqa/*' \
+    'flashinfer/data/cccl/cub/cub/*' 'flashinfer/data/cccl/thrust/thrust/*' \
+    'flashinfer/data/cccl/libcudacxx/include/*' -d "$tmp/fi"
 mv "$tmp/fi/flashinfer/data/include" "$dest.new/flashinfer/include"
+mv "$tmp/fi/flashinfer/data/cccl" "$dest.new/flashinfer/cccl"
 mkdir -p "$dest.new/flashinfer/csrc"
 mv "$tmp/fi/flashinfer/data/csrc/xqa" "$dest.new/flashinfer/csrc/xqa"
 unzip -q "$tmp"/nvidia_cudnn_frontend-*.whl 'include/*' -d "$tmp/fe"
