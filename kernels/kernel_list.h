@@ -11,3 +11,4 @@ ATTN_KERNEL(auto)
 /* Peers: other projects' kernels under the same harness (kernels/peers/); each is
  * built from the package `make peers` fetches, and is an unsupported stub without it. */
 ATTN_KERNEL(flashinfer)
+ATTN_KERNEL(xqa)

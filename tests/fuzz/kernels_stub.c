@@ -8,3 +8,4 @@ const attn_kernel_t kernel_fused = {.name = "fused"};
 const attn_kernel_t kernel_cublas_bifurcated = {.name = "cublas-bifurcated"};
 const attn_kernel_t kernel_bifurcated = {.name = "bifurcated"};
 const attn_kernel_t kernel_auto = {.name = "auto"};
+const attn_kernel_t kernel_xqa = {.name = "xqa", .peer = "FlashInfer 0.7.2"};
