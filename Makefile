@@ -73,6 +73,17 @@ $(BUILD)/kernels/peers/flashinfer.o: PEER_FLAGS += -use_fast_math
 $(BUILD)/kernels/peers/xqa/%.o: kernels/peers/xqa/%.cu $(wildcard $(PEERS)/VERSIONS)
 	@mkdir -p $(dir $@)
 	$(NVCC) $(XQA_FLAGS) -MMD -MP -c $< -o $@
+# flashinfer-cascade runs FlashInfer's Hopper (FA3) prefill, built as FlashInfer's JIT
+# builds it: with the CUTLASS and libcu++ headers its wheel ships (ahead of the
+# toolkit's libcu++), -DNDEBUG, for sm_90a alone (the kernel is sm_90a-only code); the
+# warnings silenced are those of FlashInfer's and CUTLASS's headers.
+FI_CUTLASS := $(wildcard $(PEERS)/flashinfer/cutlass/include/cutlass/cutlass.h)
+FI_SM90_FLAGS := -DATTN_HAVE_FLASHINFER_SM90 -DNDEBUG -DCUTE_SM90_EXTENDED_MMA_SHAPES_ENABLED \
+    -DFLASHINFER_ENABLE_F16 -DFLASHINFER_ENABLE_BF16 -I$(PEERS)/flashinfer/cccl/libcudacxx/include \
+    -I$(PEERS)/flashinfer/cutlass/include -I$(PEERS)/flashinfer/cutlass/tools/util/include \
+    -diag-suppress=1444,3357,20012 -Xcompiler=-Wno-unused-but-set-variable,-Wno-sign-compare
+$(BUILD)/kernels/peers/flashinfer_cascade.o: GENCODE := -gencode=arch=compute_90a,code=sm_90a
+$(BUILD)/kernels/peers/flashinfer_cascade.o: PEER_FLAGS += $(if $(and $(HAVE_FLASHINFER),$(FI_CUTLASS)),$(FI_SM90_FLAGS))
 $(LIB): $(OBJ)
 	@rm -f $@
 	ar rcs $@ $^

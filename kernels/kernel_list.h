@@ -12,3 +12,4 @@ ATTN_KERNEL(auto)
  * built from the package `make peers` fetches, and is an unsupported stub without it. */
 ATTN_KERNEL(flashinfer)
 ATTN_KERNEL(xqa)
+ATTN_KERNEL(flashinfer_cascade)
