@@ -10,3 +10,4 @@ const attn_kernel_t kernel_bifurcated = {.name = "bifurcated"};
 const attn_kernel_t kernel_auto = {.name = "auto"};
 const attn_kernel_t kernel_flashinfer = {.name = "flashinfer", .peer = "FlashInfer 0.7.2"};
 const attn_kernel_t kernel_xqa = {.name = "xqa", .peer = "FlashInfer 0.7.2"};
+const attn_kernel_t kernel_flashinfer_cascade = {.name = "flashinfer-cascade", .peer = "FlashInfer 0.7.2"};
