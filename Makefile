@@ -84,6 +84,9 @@ FI_SM90_FLAGS := -DATTN_HAVE_FLASHINFER_SM90 -DNDEBUG -DCUTE_SM90_EXTENDED_MMA_S
     -diag-suppress=1444,3357,20012 -Xcompiler=-Wno-unused-but-set-variable,-Wno-sign-compare
 $(BUILD)/kernels/peers/flashinfer_cascade.o: GENCODE := -gencode=arch=compute_90a,code=sm_90a
 $(BUILD)/kernels/peers/flashinfer_cascade.o: PEER_FLAGS += $(if $(and $(HAVE_FLASHINFER),$(FI_CUTLASS)),$(FI_SM90_FLAGS))
+# The cuDNN frontend's headers are all host code: without debug information, which
+# would be some 50 MB of the object and 13 MB of the binary.
+$(BUILD)/kernels/peers/cudnn.o: NVFLAGS := $(filter-out -g,$(NVFLAGS))
 $(LIB): $(OBJ)
 	@rm -f $@
 	ar rcs $@ $^

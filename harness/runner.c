@@ -534,19 +534,33 @@ void runner_row(runner_t *r, const problem_t *p, const attn_kernel_t *k, result_
     if (set_up && run->teardown) run->teardown(&a);
     buffers_free(&b);
     nvtx_pop();
+    if (e == cudaSuccess) return;
+    snprintf(row->status, sizeof row->status, "%s", runner_error_status(e));
     if (e == cudaErrorMemoryAllocation) {
         cudaGetLastError();
-        snprintf(row->status, sizeof row->status, "%s", "oom");
-    } else if (e != cudaSuccess) {
+    } else if (e == ATTN_SETUP_UNSUPPORTED) {
+        /* the CSV has no column for it: the reason goes to stderr, once per row */
+        char what[160];
+        problem_describe(p, what, sizeof what);
+        a.why[sizeof a.why - 1] = '\0';
+        fprintf(stderr, "attnbench: %s %s: unsupported: %s\n", k->name, what,
+                a.why[0] ? a.why : "(no reason given)");
+    } else {
         char what[160];
         problem_describe(p, what, sizeof what);
         if (e == HOST_SHORT)
             fprintf(stderr, "attnbench: %s %s: host memory ran out\n", k->name, what);
         else
             fprintf(stderr, "attnbench: %s %s: CUDA error: %s\n", k->name, what, cudaGetErrorString(e));
-        snprintf(row->status, sizeof row->status, "%s", "error");
         check_sticky(r);
     }
+}
+
+const char *runner_error_status(cudaError_t e)
+{
+    if (e == cudaErrorMemoryAllocation) return "oom";
+    if (e == ATTN_SETUP_UNSUPPORTED) return "unsupported";
+    return "error";
 }
 
 int row_failed(const result_row_t *row)

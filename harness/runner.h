@@ -53,6 +53,11 @@ void runner_describe_unplanned(const char *gpu, const timing_opts_t *timing, con
 void runner_print_header(FILE *f);
 void runner_print_row(FILE *f, const result_row_t *row);
 
+/* The status of a row whose steps stopped at error e (not cudaSuccess): `oom` for a
+ * failed device allocation, `unsupported` where setup returned ATTN_SETUP_UNSUPPORTED,
+ * `error` for anything else. */
+const char *runner_error_status(cudaError_t e);
+
 /* 1 when a row's status makes the command's exit status non-zero. */
 int row_failed(const result_row_t *row);
 

@@ -17,6 +17,15 @@ extern "C" {
 
 typedef struct attn_kernel attn_kernel_t;
 
+/* What setup() returns where it finds, only then, that the kernel cannot run the
+ * problem: a peer whose library cannot be loaded, or rejects the configuration when
+ * it builds its plan. Before returning it, setup writes a one-line reason into
+ * attn_args_t.why and frees whatever it made (teardown is not called). The row is
+ * `unsupported`, as for a reason from unsupported(), not `error`. (A value no CUDA
+ * call returns, inside the range of cudaError_t's enumerators.) */
+#define ATTN_SETUP_UNSUPPORTED ((cudaError_t)16000)
+#define ATTN_WHY_LEN 256
+
 /* What a kernel resolved to run for one problem; the CSV row records it. */
 typedef struct attn_plan {
     const attn_kernel_t *runs;   /* the kernel that really runs (differs only for `auto`) */
@@ -51,6 +60,7 @@ typedef struct attn_args {
     const int32_t *indirection;    /* [B, W, L] with --indirection, else NULL */
     void *workspace;               /* plan-dependent scratch, workspace_bytes() long, zeroed once */
     void *state;                   /* the kernel's own, made by setup, freed by teardown */
+    char why[ATTN_WHY_LEN];        /* setup's reason where it returns ATTN_SETUP_UNSUPPORTED */
 } attn_args_t;
 
 struct attn_kernel {
@@ -66,7 +76,7 @@ struct attn_kernel {
     /* Device memory the kernel allocates itself in setup (cuBLAS workspaces, logits). */
     size_t (*private_bytes)(const problem_t *p, const attn_plan_t *plan);
     attn_io_t (*io)(const problem_t *p, const attn_plan_t *plan);
-    /* Optional; outside timing. */
+    /* Optional; outside timing. ATTN_SETUP_UNSUPPORTED: see there. */
     cudaError_t (*setup)(attn_args_t *a);
     /* Enqueue one step on the stream; no synchronisation, capturable in a graph. */
     cudaError_t (*launch)(attn_args_t *a, cudaStream_t stream);
