@@ -11,3 +11,4 @@ const attn_kernel_t kernel_auto = {.name = "auto"};
 const attn_kernel_t kernel_flashinfer = {.name = "flashinfer", .peer = "FlashInfer 0.7.2"};
 const attn_kernel_t kernel_xqa = {.name = "xqa", .peer = "FlashInfer 0.7.2"};
 const attn_kernel_t kernel_flashinfer_cascade = {.name = "flashinfer-cascade", .peer = "FlashInfer 0.7.2"};
+const attn_kernel_t kernel_cudnn = {.name = "cudnn", .peer = "cuDNN frontend 1.32.0"};
