@@ -22,7 +22,7 @@ enum opt_id {
     OPT_MIN_TIME, OPT_SEED, OPT_IN, OPT_ROWS, OPT_COLS, OPT_VALUE, OPT_AGG, OPT_WHERE,
     OPT_PAPER, OPT_FORMAT, OPT_THRESHOLD, OPT_CHANGES, OPT_HELP,
     OPT_NO_VERIFY, OPT_VERIFY_TIME, OPT_MAX_NOISE, OPT_MAX_TIME, OPT_DRY_RUN, OPT_SHARD,
-    OPT_DEVICES,
+    OPT_DEVICES, OPT_KV_DTYPE, OPT_KV_SCALE,
 };
 
 /* Where an option may appear: one bit per command, and suite lines. */
@@ -49,6 +49,8 @@ static const opt_def_t opt_defs[] = {
     {"ctx", required_argument, OPT_CTX, 'c', PROBLEM, GRID_FIELD_CTX},
     {"gen", required_argument, OPT_GEN, 0, PROBLEM, GRID_FIELD_GEN},
     {"dtype", required_argument, OPT_DTYPE, 't', PROBLEM, GRID_FIELD_DTYPE},
+    {"kv-dtype", required_argument, OPT_KV_DTYPE, 0, PROBLEM, GRID_FIELD_KV_DTYPE},
+    {"kv-scale", required_argument, OPT_KV_SCALE, 0, PROBLEM, GRID_FIELD_KV_SCALE},
     {"cache", required_argument, OPT_CACHE, 0, PROBLEM, GRID_FIELD_CACHE},
     {"block-size", required_argument, OPT_BLOCK_SIZE, 'S', PROBLEM, GRID_FIELD_BLOCK_SIZE},
     {"indirection", no_argument, OPT_INDIRECTION, 0, PROBLEM, GRID_FIELD_INDIRECTION},
@@ -296,6 +298,22 @@ static int dtype_parse_int(const char *s, int *out)
     return 0;
 }
 
+static int kv_dtype_parse_int(const char *s, int *out)
+{
+    dtype_t v;
+    if (kv_dtype_parse(s, &v)) return -1;
+    *out = (int)v;
+    return 0;
+}
+
+static int kv_scale_parse_int(const char *s, int *out)
+{
+    kv_scale_t v;
+    if (kv_scale_parse(s, &v)) return -1;
+    *out = (int)v;
+    return 0;
+}
+
 static int cache_parse_int(const char *s, int *out)
 {
     cache_kind_t v;
@@ -411,6 +429,17 @@ static int apply_option(const opt_def_t *d, const char *arg, command_t mode, opt
             return -1;
         for (int i = 0; i < g->n_dtype; ++i) g->dtype[i] = (dtype_t)tmp[i];
         return 0;
+    case OPT_KV_DTYPE:
+        if (parse_enum_list(opt, arg, kv_dtype_parse_int, "fp16, bf16, fp32, fp8, int8", tmp, 5, &g->n_kv_dtype,
+                            msg, len))
+            return -1;
+        for (int i = 0; i < g->n_kv_dtype; ++i) g->kv_dtype[i] = (dtype_t)tmp[i];
+        return 0;
+    case OPT_KV_SCALE:
+        if (parse_enum_list(opt, arg, kv_scale_parse_int, "tensor, head", tmp, 2, &g->n_kv_scale, msg, len))
+            return -1;
+        for (int i = 0; i < g->n_kv_scale; ++i) g->kv_scale[i] = (kv_scale_t)tmp[i];
+        return 0;
     case OPT_CACHE:
         if (parse_enum_list(opt, arg, cache_parse_int, "contiguous, paged", tmp, 2, &g->n_cache, msg, len))
             return -1;
@@ -449,8 +478,9 @@ static int apply_option(const opt_def_t *d, const char *arg, command_t mode, opt
         return 0;
     case OPT_SUITE:
         if (!*arg) FAIL("--suite needs a name or a path");
-        if (mode == CMD_VERIFY && strcmp(arg, "quick") && strcmp(arg, "full") && !strchr(arg, '/'))
-            FAIL("--suite for verify is quick, full or a path (got '%s')", arg);
+        if (mode == CMD_VERIFY && strcmp(arg, "quick") && strcmp(arg, "full") && strcmp(arg, "kvq") &&
+            !strchr(arg, '/'))
+            FAIL("--suite for verify is quick, full, kvq or a path (got '%s')", arg);
         o->suite = arg;
         return 0;
     case OPT_RESUME: o->resume = true; return 0;
@@ -568,6 +598,7 @@ static int check_single(const options_t *o, char *msg, size_t len)
         {GRID_FIELD_HEADS, g->heads.n}, {GRID_FIELD_KV_HEADS, g->kv_heads.n},
         {GRID_FIELD_HEAD_DIM, g->head_dim.n}, {GRID_FIELD_CTX, g->ctx.n},
         {GRID_FIELD_GEN, g->gen.n}, {GRID_FIELD_DTYPE, g->n_dtype},
+        {GRID_FIELD_KV_DTYPE, g->n_kv_dtype ? g->n_kv_dtype : 1}, {GRID_FIELD_KV_SCALE, g->n_kv_scale},
         {GRID_FIELD_CACHE, g->n_cache}, {GRID_FIELD_BLOCK_SIZE, g->block_size.n},
         {GRID_FIELD_MULTI_BLOCK, g->n_multi_block}, {GRID_FIELD_SPLITS, g->splits.n},
     };

@@ -27,7 +27,7 @@ typedef struct options {
      * every registered kernel. Names are the registry's own strings (static). */
     const char *kernels[KERNELS_MAX]; int n_kernels;
     const char *out;        /* sweep: --out FILE.csv (required); run: optional, appends a row */
-    const char *suite;      /* sweep: --suite NAME|PATH (optional); verify: quick|full, default quick */
+    const char *suite;      /* sweep: --suite NAME|PATH (optional); verify: quick|full|kvq|PATH, default quick */
     unsigned grid_set;      /* GRID_FIELD_* bits of the fields the command line set
                              * (by a problem option or by --model) */
     bool resume, force, verify, profile, hot, graph;   /* verify: on unless --no-verify */

@@ -1,5 +1,5 @@
-/* Fill kernels: one thread writes 16 bytes per iteration (8 fp16/bf16 or 4 fp32
- * elements). d is a multiple of 8, so the elements of one 16-byte vector share
+/* Fill kernels: one thread writes 16 bytes per iteration (16 fp8/int8, 8 fp16/bf16 or
+ * 4 fp32 elements). d is a multiple of 8, so the elements of one 16-byte vector share
  * their (stream, which, head, pos) and the index is decomposed once per vector;
  * the logical_data.h hash per element is then the main cost. Elements that do not
  * fill a whole vector (or an unaligned buffer) go through the per-element
@@ -71,7 +71,7 @@ struct contiguous_source {
         int x = (int)((uint64_t)e - row * g.head_dim);
         row_coords c = split_row(row, (uint32_t)(g.ctx + g.gen), (uint32_t)g.kv_heads);
 #pragma unroll
-        for (int i = 0; i < N; ++i) v[i] = kv_logical(&g, seed, c.outer, c.which, c.head, c.pos, x + i);
+        for (int i = 0; i < N; ++i) v[i] = kv_stored(&g, seed, c.outer, c.which, c.head, c.pos, x + i);
     }
     __device__ float scalar(int64_t e) const { return kv_contiguous_value(&g, seed, e); }
 };
@@ -94,7 +94,7 @@ struct paged_source {
             return;
         }
 #pragma unroll
-        for (int i = 0; i < N; ++i) v[i] = kv_logical(&g, seed, stream, c.which, c.head, pos, x + i);
+        for (int i = 0; i < N; ++i) v[i] = kv_stored(&g, seed, stream, c.which, c.head, pos, x + i);
     }
     __device__ float scalar(int64_t e) const { return kv_paged_value(&g, seed, owner, first_pos, e); }
 };
@@ -109,7 +109,7 @@ struct ctx_source {
         row_coords c = split_row(row, (uint32_t)g.ctx, (uint32_t)g.kv_heads);
 #pragma unroll
         for (int i = 0; i < N; ++i)
-            v[i] = logical_ctx_kv(seed, g.kv_heads, g.ctx, g.head_dim, c.outer, c.which, c.head, c.pos, x + i);
+            v[i] = kv_store(&g, kv_ctx_logical(&g, seed, c.outer, c.which, c.head, c.pos, x + i), c.which, c.head);
     }
     __device__ float scalar(int64_t e) const { return kv_ctx_value(&g, seed, e); }
 };
@@ -124,13 +124,14 @@ struct dec_source {
         row_coords c = split_row(row, (uint32_t)g.gen, (uint32_t)g.kv_heads);
 #pragma unroll
         for (int i = 0; i < N; ++i)
-            v[i] = logical_dec_kv(seed, g.kv_heads, g.gen, g.head_dim, c.outer, c.which, c.head, c.pos, x + i);
+            v[i] = kv_store(&g, kv_dec_logical(&g, seed, c.outer, c.which, c.head, c.pos, x + i), c.which, c.head);
     }
     __device__ float scalar(int64_t e) const { return kv_dec_value(&g, seed, e); }
 };
 
 /* Storage of one dtype: elements per 16-byte vector and the bits of one element.
- * Every logical value is exactly representable, so the rounding mode never acts. */
+ * Every logical value is exactly representable (an 8-bit cache's sources give its
+ * codes' values, kv_store), so the rounding mode never acts. */
 template <dtype_t DT> struct storage;
 template <> struct storage<DTYPE_FP16> {
     static constexpr int vec = 8;
@@ -144,16 +145,26 @@ template <> struct storage<DTYPE_FP32> {
     static constexpr int vec = 4;
     static __device__ uint32_t bits(float f) { return __float_as_uint(f); }
 };
+/* The 8-bit caches' NaN slots (the paged pool's unused ones) become e4m3's NaN and
+ * int8's INT8_CODE_UNUSED. */
+template <> struct storage<DTYPE_FP8> {
+    static constexpr int vec = 16;
+    static __device__ uint32_t bits(float f) { return e4m3_from_float(f); }
+};
+template <> struct storage<DTYPE_INT8> {
+    static constexpr int vec = 16;
+    static __device__ uint32_t bits(float f) { return int8_from_float(f); }
+};
 
 template <dtype_t DT> __device__ __forceinline__ uint4 pack(const float *v)
 {
+    constexpr int PER_WORD = storage<DT>::vec / 4, BITS = 32 / PER_WORD;
     uint32_t w[4];
-    if (storage<DT>::vec == 8) {
 #pragma unroll
-        for (int i = 0; i < 4; ++i) w[i] = storage<DT>::bits(v[2 * i]) | (storage<DT>::bits(v[2 * i + 1]) << 16);
-    } else {
+    for (int i = 0; i < 4; ++i) {
+        w[i] = 0;
 #pragma unroll
-        for (int i = 0; i < 4; ++i) w[i] = storage<DT>::bits(v[i]);
+        for (int j = 0; j < PER_WORD; ++j) w[i] |= storage<DT>::bits(v[PER_WORD * i + j]) << (BITS * j);
     }
     return make_uint4(w[0], w[1], w[2], w[3]);
 }
@@ -176,7 +187,8 @@ __global__ void fill_scalars(void *out, int64_t begin, int64_t end, Src src)
     int64_t stride = (int64_t)gridDim.x * blockDim.x;
     for (int64_t e = begin + (int64_t)blockIdx.x * blockDim.x + threadIdx.x; e < end; e += stride) {
         uint32_t b = storage<DT>::bits(src.scalar(e));
-        if (storage<DT>::vec == 8) ((uint16_t *)out)[e] = (uint16_t)b;
+        if (storage<DT>::vec == 16) ((uint8_t *)out)[e] = (uint8_t)b;
+        else if (storage<DT>::vec == 8) ((uint16_t *)out)[e] = (uint16_t)b;
         else ((uint32_t *)out)[e] = b;
     }
 }
@@ -225,6 +237,8 @@ cudaError_t launch_fill_dtype(void *buf, int64_t elements, dtype_t t, int row_le
     case DTYPE_FP16: return launch_fill<DTYPE_FP16>(buf, elements, row_len, src, s);
     case DTYPE_BF16: return launch_fill<DTYPE_BF16>(buf, elements, row_len, src, s);
     case DTYPE_FP32: return launch_fill<DTYPE_FP32>(buf, elements, row_len, src, s);
+    case DTYPE_FP8: return launch_fill<DTYPE_FP8>(buf, elements, row_len, src, s);
+    case DTYPE_INT8: return launch_fill<DTYPE_INT8>(buf, elements, row_len, src, s);
     }
     return cudaErrorInvalidValue;
 }
@@ -252,6 +266,7 @@ extern "C" cudaError_t fill_q(void *q, const problem_t *p, uint64_t seed, cudaSt
     if (!q || !p || p->heads <= 0 || p->head_dim <= 0 || p->batch <= 0 || p->beam <= 0)
         return cudaErrorInvalidValue;
     int64_t elements = (int64_t)problem_streams(p) * p->heads * p->head_dim;
+    if (p->dtype != DTYPE_FP16 && p->dtype != DTYPE_BF16 && p->dtype != DTYPE_FP32) return cudaErrorInvalidValue;
     q_source src = {seed, p->heads, p->head_dim};
     return launch_fill_dtype(q, elements, p->dtype, p->head_dim, src, s);
 }
@@ -261,6 +276,9 @@ extern "C" cudaError_t fill_kv(void *buf, int64_t elements, dtype_t t, const kv_
                                const int32_t *d_first_pos, cudaStream_t s)
 {
     if (!buf || !g || elements < 0 || g->head_dim <= 0 || g->kv_heads <= 0) return cudaErrorInvalidValue;
+    /* codes are stored exactly where the geometry quantises, and nowhere else */
+    if ((t == DTYPE_FP8) != (g->kv_quant == KV_QUANT_FP8) || (t == DTYPE_INT8) != (g->kv_quant == KV_QUANT_INT8))
+        return cudaErrorInvalidValue;
     if (elements == 0) return cudaSuccess;
     if (part == FILL_KV_DECODED) {
         if (g->gen <= 0) return cudaErrorInvalidValue;

@@ -22,12 +22,14 @@ enum {
 /* q [B*W, h, d] with logical_q(seed, ...) in p->dtype. */
 cudaError_t fill_q(void *q, const problem_t *p, uint64_t seed, cudaStream_t s);
 
-/* `elements` elements of one KV tensor, stored as dtype t:
+/* `elements` elements of one KV tensor, stored as dtype t (the problem's KV dtype; an
+ * 8-bit cache, g->kv_quant, takes DTYPE_FP8 or DTYPE_INT8 and holds codes, kv_quant.h):
  *   part FILL_KV_MAIN:    kv_contiguous_value / kv_paged_value / kv_ctx_value by g->layout
  *                         (paged needs d_owner and d_first_pos, device arrays of one
  *                         entry per pool block, as kv_paged_value reads them);
  *   part FILL_KV_DECODED: kv_dec_value.
- * cudaErrorInvalidValue for a NULL buffer, an unknown part or missing paged arrays. */
+ * cudaErrorInvalidValue for a NULL buffer, an unknown part, missing paged arrays or an
+ * 8-bit t that is not the geometry's. */
 cudaError_t fill_kv(void *buf, int64_t elements, dtype_t t, const kv_geometry_t *g, int part,
                     uint64_t seed, const int32_t *d_owner, const int32_t *d_first_pos,
                     cudaStream_t s);

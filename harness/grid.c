@@ -83,6 +83,8 @@ void grid_default(grid_t *g)
     g->block_size = (int_list_t){1, {p.block_size}};
     g->splits = (int_list_t){1, {p.splits}};
     g->dtype[0] = p.dtype, g->n_dtype = 1;
+    g->n_kv_dtype = 0;
+    g->kv_scale[0] = p.kv_scale, g->n_kv_scale = 1;
     g->cache[0] = p.cache, g->n_cache = 1;
     g->multi_block[0] = p.multi_block, g->n_multi_block = 1;
     g->indirection = p.indirection;
@@ -92,14 +94,26 @@ void grid_default(grid_t *g)
 }
 
 /* The axes in expansion order, outermost first (see grid.h). */
-enum { AX_DTYPE, AX_CACHE, AX_BLOCK, AX_HEADS, AX_KV_HEADS, AX_HEAD_DIM, AX_MULTI_BLOCK,
-       AX_SPLITS, AX_CTX, AX_GEN, AX_BATCH, AX_BEAM, AX_COUNT };
+enum { AX_DTYPE, AX_KV_DTYPE, AX_KV_SCALE, AX_CACHE, AX_BLOCK, AX_HEADS, AX_KV_HEADS,
+       AX_HEAD_DIM, AX_MULTI_BLOCK, AX_SPLITS, AX_CTX, AX_GEN, AX_BATCH, AX_BEAM, AX_COUNT };
+
+static bool is_8bit(dtype_t t) { return t == DTYPE_FP8 || t == DTYPE_INT8; }
+
+/* The storage of the cache at kv dtype index i: an 8-bit one, or the point's dtype. */
+static kv_quant_t kv_quant_at(const grid_t *g, int i)
+{
+    if (!g->n_kv_dtype) return KV_QUANT_NONE;
+    if (g->kv_dtype[i] == DTYPE_FP8) return KV_QUANT_FP8;
+    return g->kv_dtype[i] == DTYPE_INT8 ? KV_QUANT_INT8 : KV_QUANT_NONE;
+}
 
 /* Values on axis a, given the indices of the axes outside it. */
 static int axis_size(const grid_t *g, int a, const int *idx)
 {
     switch (a) {
     case AX_DTYPE: return g->n_dtype;
+    case AX_KV_DTYPE: return g->n_kv_dtype ? g->n_kv_dtype : 1;
+    case AX_KV_SCALE: return kv_quant_at(g, idx[AX_KV_DTYPE]) != KV_QUANT_NONE ? g->n_kv_scale : 1;
     case AX_CACHE: return g->n_cache;
     case AX_BLOCK: return g->cache[idx[AX_CACHE]] == CACHE_PAGED ? g->block_size.n : 1;
     case AX_HEADS: return g->heads.n;
@@ -118,6 +132,8 @@ static void point_at(const grid_t *g, const int *idx, problem_t *p)
 {
     *p = problem_default();
     p->dtype = g->dtype[idx[AX_DTYPE]];
+    p->kv_quant = kv_quant_at(g, idx[AX_KV_DTYPE]);
+    p->kv_scale = p->kv_quant != KV_QUANT_NONE ? g->kv_scale[idx[AX_KV_SCALE]] : KV_SCALE_TENSOR;
     p->cache = g->cache[idx[AX_CACHE]];
     p->block_size = g->block_size.v[idx[AX_BLOCK]];
     p->heads = g->heads.v[idx[AX_HEADS]];
@@ -148,9 +164,10 @@ static bool next_point(const grid_t *g, int *idx)
 
 long grid_count(const grid_t *g)
 {
-    double caches = 0;
+    double caches = 0, kv = g->n_kv_dtype ? 0 : 1;
     for (int c = 0; c < g->n_cache; ++c) caches += g->cache[c] == CACHE_PAGED ? g->block_size.n : 1;
-    double n = (double)g->n_dtype * caches * g->heads.n * g->kv_heads.n * g->head_dim.n *
+    for (int i = 0; i < g->n_kv_dtype; ++i) kv += is_8bit(g->kv_dtype[i]) ? g->n_kv_scale : 1;
+    double n = (double)g->n_dtype * kv * caches * g->heads.n * g->kv_heads.n * g->head_dim.n *
                g->n_multi_block * g->splits.n * g->ctx.n * g->gen.n * g->batch.n * g->beam.n;
     return n > GRID_POINTS_MAX ? GRID_POINTS_MAX + 1L : (long)n;
 }
@@ -169,6 +186,10 @@ static int check_axes(const grid_t *g, char *msg, size_t len)
         if (axes[i].n < 1) FAIL("%s: empty list", axes[i].opt);
         if (axes[i].n > axes[i].max) FAIL("%s: more than %d values", axes[i].opt, axes[i].max);
     }
+    /* none listed is the default (the cache in --dtype) */
+    if (g->n_kv_dtype < 0 || g->n_kv_dtype > 5) FAIL("--kv-dtype: more than %d values", 5);
+    if (g->n_kv_scale < 1) FAIL("--kv-scale: empty list");
+    if (g->n_kv_scale > 2) FAIL("--kv-scale: more than %d values", 2);
     long n = grid_count(g);
     if (n > GRID_POINTS_MAX)
         FAIL("the grid has more than %d points; split it into suite lines", GRID_POINTS_MAX);
@@ -190,6 +211,10 @@ int grid_validate(const grid_t *g, char *msg, size_t len)
     problem_t p;
     do {
         point_at(g, idx, &p);
+        /* a 16/32-bit cache is one in the queries' dtype: no mixed 16-bit pairs */
+        if (g->n_kv_dtype && !is_8bit(g->kv_dtype[idx[AX_KV_DTYPE]]) && g->kv_dtype[idx[AX_KV_DTYPE]] != p.dtype)
+            FAIL("--kv-dtype %s must be --dtype (%s) or an 8-bit storage (fp8, int8)",
+                 dtype_name(g->kv_dtype[idx[AX_KV_DTYPE]]), dtype_name(p.dtype));
         if (problem_validate(&p, msg, len)) return -1;
     } while (next_point(g, idx));
     return 0;
@@ -230,6 +255,14 @@ void grid_override(grid_t *dst, const grid_t *src, unsigned fields)
     if (fields & GRID_FIELD_CACHE) {
         memcpy(dst->cache, src->cache, sizeof dst->cache);
         dst->n_cache = src->n_cache;
+    }
+    if (fields & GRID_FIELD_KV_DTYPE) {
+        memcpy(dst->kv_dtype, src->kv_dtype, sizeof dst->kv_dtype);
+        dst->n_kv_dtype = src->n_kv_dtype;
+    }
+    if (fields & GRID_FIELD_KV_SCALE) {
+        memcpy(dst->kv_scale, src->kv_scale, sizeof dst->kv_scale);
+        dst->n_kv_scale = src->n_kv_scale;
     }
     if (fields & GRID_FIELD_MULTI_BLOCK) {
         memcpy(dst->multi_block, src->multi_block, sizeof dst->multi_block);

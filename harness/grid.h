@@ -26,6 +26,10 @@ int int_list_parse(const char *opt, const char *s, int_list_t *out, char *msg, s
 typedef struct grid {
     int_list_t batch, beam, heads, kv_heads, head_dim, ctx, gen, block_size, splits;
     dtype_t dtype[3]; int n_dtype;
+    /* --kv-dtype: 8-bit storages, or the 16/32-bit name of a point's dtype (its cache in
+     * that dtype); none listed (n 0): every cache in its dtype */
+    dtype_t kv_dtype[5]; int n_kv_dtype;
+    kv_scale_t kv_scale[2]; int n_kv_scale;   /* --kv-scale, for the 8-bit points */
     cache_kind_t cache[2]; int n_cache;
     multi_block_t multi_block[3]; int n_multi_block;
     bool indirection;
@@ -44,19 +48,21 @@ enum grid_field {
     GRID_FIELD_BLOCK_SIZE = 1u << 9, GRID_FIELD_INDIRECTION = 1u << 10,
     GRID_FIELD_MULTI_BLOCK = 1u << 11, GRID_FIELD_SPLITS = 1u << 12,
     GRID_FIELD_Q_SCALING = 1u << 13, GRID_FIELD_MODEL = 1u << 14, GRID_FIELD_LAYERS = 1u << 15,
+    GRID_FIELD_KV_DTYPE = 1u << 16, GRID_FIELD_KV_SCALE = 1u << 17,
 };
 
 /* Copies into dst the fields of src whose GRID_FIELD_* bit is in fields. */
 void grid_override(grid_t *dst, const grid_t *src, unsigned fields);
 
 /* Validates every point with problem_validate without allocating; also refuses empty
- * axes, grids above GRID_POINTS_MAX points, and listed block sizes that a paged cache
- * would refuse even when no point is paged. 0, or -1 with the first rule broken in msg. */
+ * axes, grids above GRID_POINTS_MAX points, listed block sizes that a paged cache
+ * would refuse even when no point is paged, and a 16/32-bit --kv-dtype that is not the
+ * point's --dtype. 0, or -1 with the first rule broken in msg. */
 int grid_validate(const grid_t *g, char *msg, size_t len);
 
 /* The Cartesian product, outermost axis first:
- *   dtype, cache, block_size, heads, kv_heads, head_dim, multi_block, splits,
- *   ctx, gen, batch, beam
+ *   dtype, kv_dtype, kv_scale (8-bit points only), cache, block_size, heads, kv_heads,
+ *   head_dim, multi_block, splits, ctx, gen, batch, beam
  * so that consecutive rows of a sweep walk the beam width, then the batch, at a fixed
  * context, as the paper's tables are laid out. Every point is validated (grid_validate);
  * on success *out is malloc'd (caller frees) and holds *n points; on -1 *out is NULL. */

@@ -44,6 +44,8 @@ kv_geometry_t kv_geometry_make(const problem_t *p, kv_layout_t layout)
     g.head_dim = p->head_dim;
     g.ctx = p->ctx;
     g.gen = p->gen;
+    g.kv_quant = (int)p->kv_quant;
+    g.kv_scale_per_head = p->kv_quant != KV_QUANT_NONE && p->kv_scale == KV_SCALE_HEAD;
     if (layout == LAYOUT_PAGED) {
         g.block_size = p->block_size;
         g.block_shift = log2_of(p->block_size);

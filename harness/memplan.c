@@ -1,5 +1,6 @@
 #include "memplan.h"
 #include "layouts.h"
+#include "../problem/kv_quant.h"
 
 static size_t rounded(size_t bytes)
 {
@@ -9,7 +10,7 @@ static size_t rounded(size_t bytes)
 void mem_plan_make(const problem_t *p, const attn_kernel_t *kernel, const attn_plan_t *plan,
                    mem_plan_t *m)
 {
-    size_t es = dtype_size(p->dtype);
+    size_t es = dtype_size(p->dtype), kv_es = dtype_size(problem_kv_dtype(p));
     size_t streams = (size_t)problem_streams(p);
     kv_layout_t layout = kernel->layout(p);
 
@@ -19,8 +20,10 @@ void mem_plan_make(const problem_t *p, const attn_kernel_t *kernel, const attn_p
     m->out = m->q;
     for (int part = 0; part < 2; ++part) {
         m->kv_elements[part] = layout_elements(&m->geom, p, part);
-        m->kv[part] = rounded((size_t)m->kv_elements[part] * es);
+        m->kv[part] = rounded((size_t)m->kv_elements[part] * kv_es);
     }
+    if (p->kv_quant != KV_QUANT_NONE)
+        m->kv_scale = rounded(2 * (size_t)kv_scale_entries(&m->geom) * sizeof(float));
     if (layout == LAYOUT_PAGED) {
         m->num_blocks = paged_block_count(p);
         m->block_table = rounded(streams * m->geom.max_blocks_per_seq * sizeof(int32_t));
@@ -32,7 +35,7 @@ void mem_plan_make(const problem_t *p, const attn_kernel_t *kernel, const attn_p
     m->workspace = rounded(kernel->workspace_bytes(p, plan));
     m->private_bytes = kernel->private_bytes ? rounded(kernel->private_bytes(p, plan)) : 0;
     m->total = m->q + m->out + m->kv[0] + m->kv[1] + m->block_table + m->block_owner +
-               m->indirection + m->workspace + m->private_bytes;
+               m->indirection + m->workspace + m->private_bytes + m->kv_scale;
 }
 
 int mem_plan_fits(const mem_plan_t *m, size_t free_bytes)

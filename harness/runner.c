@@ -13,6 +13,7 @@
 #include "peak.h"
 #include "../problem/presets.h"
 #include "../problem/logical_data.h"
+#include "../problem/kv_quant.h"
 #include "verify.h"
 #include "../reference/reference.h"
 
@@ -86,6 +87,9 @@ static void row_args(const problem_t *p, const attn_kernel_t *k, const timing_op
                      k->name, p->batch, p->beam, p->heads, p->kv_heads, p->head_dim, p->ctx,
                      p->gen, dtype_name(p->dtype), cache_name(p->cache));
 #define MORE(...) if (n >= 0 && (size_t)n < len) n += snprintf(buf + n, len - n, __VA_ARGS__)
+    /* an 8-bit cache only: rows of a cache in --dtype name no storage */
+    if (p->kv_quant != KV_QUANT_NONE)
+        MORE(" --kv-dtype %s --kv-scale %s", dtype_name(problem_kv_dtype(p)), kv_scale_name(p->kv_scale));
     if (p->cache == CACHE_PAGED) MORE(" --block-size %d", p->block_size);
     if (p->indirection) MORE(" --indirection");
     MORE(" --multi-block %s", multi_block_name(p->multi_block));
@@ -129,6 +133,7 @@ void runner_describe_unplanned(const char *gpu, const timing_opts_t *timing, con
     snprintf(row->model, sizeof row->model, "%s", p->model ? p->model : "");
     row->layers = p->layers;
     row_args(p, k, timing, row->args, sizeof row->args);
+    snprintf(row->kv_dtype, sizeof row->kv_dtype, "%s", dtype_name(problem_kv_dtype(p)));
 }
 
 /* The row's configuration columns and the plan they record; returns the kernel the
@@ -152,21 +157,23 @@ void runner_describe_row(const runner_t *r, const problem_t *p, const attn_kerne
 
 /* Everything one configuration allocates; freed in one place. */
 typedef struct buffers {
-    void *q, *out, *kv[2], *workspace;
+    void *q, *out, *kv[2], *workspace, *kv_scale;
     void *last_out;   /* the last verified launch's output, copied aside */
     int32_t *block_table, *owner, *first_pos, *indirection;
     int32_t *host_indirection;
+    float *host_kv_scale;
     paged_map_t map;
     int have_map;
 } buffers_t;
 
 static void buffers_free(buffers_t *b)
 {
-    void *all[] = {b->q, b->out, b->kv[0], b->kv[1], b->workspace, b->last_out,
+    void *all[] = {b->q, b->out, b->kv[0], b->kv[1], b->workspace, b->kv_scale, b->last_out,
                    b->block_table, b->owner, b->first_pos, b->indirection};
     for (size_t i = 0; i < sizeof all / sizeof all[0]; ++i)
         if (all[i]) cudaFree(all[i]);
     free(b->host_indirection);
+    free(b->host_kv_scale);
     if (b->have_map) paged_map_free(&b->map);
     memset(b, 0, sizeof *b);
 }
@@ -438,11 +445,20 @@ void runner_row(runner_t *r, const problem_t *p, const attn_kernel_t *k, result_
         CK(upload((void **)&b.indirection, b.host_indirection,
                   (size_t)problem_streams(p) * problem_keys(p) * sizeof(int32_t), s));
     }
+    if (e == cudaSuccess && m.kv_scale) {
+        /* the scales the fill quantised with (kv_quant.h), for the kernel to dequantise */
+        const int n = kv_scale_entries(&m.geom);
+        b.host_kv_scale = malloc(2 * (size_t)n * sizeof *b.host_kv_scale);
+        if (!b.host_kv_scale) e = HOST_SHORT;
+        for (int which = 0; which < 2 && e == cudaSuccess; ++which)
+            for (int h = 0; h < n; ++h) b.host_kv_scale[which * n + h] = kv_quant_scale(&m.geom, which, h);
+        CK(upload(&b.kv_scale, b.host_kv_scale, 2 * (size_t)n * sizeof(float), s));
+    }
     CK(fill_q(b.q, p, seed, s));
     for (int part = 0; part < 2; ++part)
         if (m.kv_elements[part])
-            CK(fill_kv(b.kv[part], m.kv_elements[part], p->dtype, &m.geom, part, seed, b.owner,
-                       b.first_pos, s));
+            CK(fill_kv(b.kv[part], m.kv_elements[part], problem_kv_dtype(p), &m.geom, part, seed,
+                       b.owner, b.first_pos, s));
     CK(fill_nan(b.out, (int64_t)problem_streams(p) * p->heads * p->head_dim, p->dtype, s));
     if (m.workspace) CK(cudaMemsetAsync(b.workspace, 0, m.workspace, s));
     CK(cudaStreamSynchronize(s));
@@ -459,6 +475,7 @@ void runner_row(runner_t *r, const problem_t *p, const attn_kernel_t *k, result_
     a.block_table = b.block_table;
     a.num_blocks = b.map.num_blocks;
     a.indirection = b.indirection;
+    a.kv_scale = (const float *)b.kv_scale;
     a.workspace = b.workspace;
     if (e == cudaSuccess && run->setup) {
         e = run->setup(&a);
@@ -583,12 +600,17 @@ void runner_print_row(FILE *f, const result_row_t *row)
         snprintf(kernel, sizeof kernel, "%s>%s", row->kernel, row->ran);
     else
         snprintf(kernel, sizeof kernel, "%s", row->kernel);
-    char cache[24];
+    char cache[24], dtype[24];
+    /* an 8-bit cache after the dtype (fp16/fp8); a cache in the dtype, the dtype alone */
+    if (row->kv_dtype[0] && strcmp(row->kv_dtype, row->dtype) != 0)
+        snprintf(dtype, sizeof dtype, "%s/%s", row->dtype, row->kv_dtype);
+    else
+        snprintf(dtype, sizeof dtype, "%s", row->dtype);
     if (row->block_size) snprintf(cache, sizeof cache, "%s%d", row->cache, row->block_size);
     else snprintf(cache, sizeof cache, "%s", row->cache);
     fprintf(f, "%-18s %5d %5d %4d %4d %4d %7d %5d %-5s %-10s %6d %-11s %10.2f %8.1f %6.1f %9.2e %-8s %5.0f %s\n",
             kernel, row->batch, row->beam, row->heads, row->kv_heads, row->head_dim, row->ctx,
-            row->gen, row->dtype, cache, row->splits, row->status, row->median_us, row->gbps,
+            row->gen, dtype, cache, row->splits, row->status, row->median_us, row->gbps,
             row->pct_peak_bw, row->rel_err, row->verified, row->sm_mhz, row->flags);
     fflush(f);
 }

@@ -30,11 +30,20 @@
  *     ROWSPLIT (bifurcated context, W*p rows): every warp takes 16 rows and all
  *       64 keys, so a 64-row tile reads each K/V element once for all its rows.
  *
+ * - The tensor-core body on an 8-bit cache (--kv-dtype fp8|int8; KEYSPLIT at d = 64,
+ *   128, 256): tiles of 1-byte codes, in twice the stages, converted to T between
+ *   shared memory and the mma (tc_scores8, tc_accumulate_pv8: ldmatrix of byte pairs,
+ *   then cvt), exact since every code is a T value; K's scale is folded into the softmax
+ *   scale and V's into the output, once per CTA, so the inner loop has no dequantising
+ *   multiply. A traits parameter (tc_traits' KV) selects it at compile time, so the
+ *   16-bit instantiations hold none of its code.
+ *
  * - CUDA-core body (fp32, or d not a multiple of 16; any d multiple of 8 up to
- *   256). Same grid, 4 warps, 8 query rows per CTA held in shared memory as fp32.
- *   Warps take interleaved 32-key slices; each lane computes one key's logits for
- *   the 8 rows with 16-byte loads, softmax with warp shuffles, then the lanes own
- *   dims of O and accumulate V rows read coalesced. Correctness first.
+ *   256; an 8-bit cache with fp32 queries or at the other head dims). Same grid,
+ *   4 warps, 8 query rows per CTA held in shared memory as fp32. Warps take
+ *   interleaved 32-key slices; each lane computes one key's logits for the 8 rows
+ *   with 16-byte loads (8-byte ones of codes), softmax with warp shuffles, then the
+ *   lanes own dims of O and accumulate V rows read coalesced. Correctness first.
  *
  * Grid: a flat 1-D grid of units x kv heads x splits x row tiles, row tiles
  * fastest, so CTAs that read the same keys (different row tiles of one
@@ -57,6 +66,7 @@
 #include <cuda_runtime.h>
 #include <cuda_fp16.h>
 #include <cuda_bf16.h>
+#include <cuda_fp8.h>
 #include "registry.h"
 #include "../problem/kv_layout.h"
 #include "../problem/split_plan.h"
@@ -118,6 +128,8 @@ typedef struct attn_params {
     int fold;                    /* and whether each CTA folds its rows' partials and writes their
                                     output itself (bif_folds_in_cta) */
     float scale_log2;
+    const float *kv_scale;       /* an 8-bit cache's scales (attn_args_t.kv_scale), else NULL */
+    int kv_scale_heads;          /* scales per tensor in it: 1 or g */
 } attn_params_t;
 
 /* ---------------------------------------------------------------- dtype traits */
@@ -161,6 +173,71 @@ template <> struct dt<__nv_bfloat16> {
 template <> struct dt<float> {
     static __device__ __forceinline__ float to_f(float x) { return x; }
     static __device__ __forceinline__ float from_f(float x) { return x; }
+};
+
+/* ---------------------------------------------------------------- KV storage traits */
+
+/* The storage of the KV cache, a body's KV parameter: the query dtype T itself, or an
+ * 8-bit cache's codes (problem_t.kv_quant), e4m3 (kv_fp8) or symmetric int8 (kv_int8),
+ * which the bodies convert to T or float (exactly: every code is a T value) and
+ * dequantise with the CTA's kv head's scales (kv_scales_of). */
+struct kv_fp8 {};
+struct kv_int8 {};
+
+template <typename KV> struct kv_traits {
+    typedef KV stored;                 /* the cache's element type */
+    static constexpr bool Q8 = false;  /* holds codes */
+};
+template <> struct kv_traits<kv_fp8> {
+    typedef uint8_t stored;
+    static constexpr bool Q8 = true;
+    static __device__ __forceinline__ float to_f(uint8_t c)
+    {
+        return __half2float(__half(__nv_cvt_fp8_to_halfraw(c, __NV_E4M3)));
+    }
+};
+template <> struct kv_traits<kv_int8> {
+    typedef uint8_t stored;
+    static constexpr bool Q8 = true;
+    static __device__ __forceinline__ float to_f(uint8_t c) { return (float)(int8_t)c; }
+};
+
+/* Bytes I and J of r, two 8-bit codes, as a packed pair of T (byte I in the low half),
+ * for the tensor-core body's B fragments. */
+template <typename T, typename KV> struct kv_pair;
+template <> struct kv_pair<__half, kv_fp8> {
+    template <int I, int J> static __device__ __forceinline__ uint32_t of(uint32_t r)
+    {
+        const uint16_t two = (uint16_t)(I == 0 && J == 1 ? r : (I == 2 && J == 3 ? r >> 16 : __byte_perm(r, 0u, I | (J << 4))));
+        uint32_t h;
+        asm("cvt.rn.f16x2.e4m3x2 %0, %1;\n" : "=r"(h) : "h"(two));
+        return h;
+    }
+};
+template <> struct kv_pair<__half, kv_int8> {
+    /* code + 128 as the low byte of the mantissa of 1024 (fp16 0x6400): 1024 + code + 128,
+     * exact; less 1152 (0x6480) it is the code (FasterTransformer's conversion) */
+    template <int I, int J> static __device__ __forceinline__ uint32_t of(uint32_t r)
+    {
+        const uint32_t biased = __byte_perm(r ^ 0x80808080u, 0x64646464u, I | (4 << 4) | (J << 8) | (4 << 12));
+        uint32_t h;
+        asm("sub.rn.f16x2 %0, %1, %2;\n" : "=r"(h) : "r"(biased), "r"(0x64806480u));
+        return h;
+    }
+};
+template <> struct kv_pair<__nv_bfloat16, kv_fp8> {
+    template <int I, int J> static __device__ __forceinline__ uint32_t of(uint32_t r)
+    {
+        uint32_t h = kv_pair<__half, kv_fp8>::of<I, J>(r);
+        const float2 f = __half22float2(*reinterpret_cast<__half2 *>(&h));
+        return dt<__nv_bfloat16>::pack(f.x, f.y);
+    }
+};
+template <> struct kv_pair<__nv_bfloat16, kv_int8> {
+    template <int I, int J> static __device__ __forceinline__ uint32_t of(uint32_t r)
+    {
+        return dt<__nv_bfloat16>::pack((float)(int8_t)(r >> (8 * I)), (float)(int8_t)(r >> (8 * J)));
+    }
 };
 
 /* 16 bytes of T as floats (8 halves or 4 floats). */
@@ -294,6 +371,18 @@ __host__ __device__ __forceinline__ int64_t attn_items(const attn_params_t &P)
     return (int64_t)P.units * P.kv_heads * P.splits * P.row_tiles;
 }
 
+/* The dequantisation scales of an 8-bit cache's kv head `head` (K's and V's): K's is
+ * folded into the softmax scale, V's into the output, once per CTA. */
+struct kv_scales { float k, v; };
+__device__ __forceinline__ kv_scales kv_scales_of(const attn_params_t &P, int head)
+{
+    const int i = P.kv_scale_heads > 1 ? head : 0;
+    kv_scales sc;
+    sc.k = __ldg(P.kv_scale + i);
+    sc.v = __ldg(P.kv_scale + P.kv_scale_heads + i);
+    return sc;
+}
+
 /* Query row r of the CTA -> (stream, query head); false for padding rows. */
 __device__ __forceinline__ bool row_target(const attn_params_t &P, const cta_coord &c, int r,
                                            int *stream, int *head)
@@ -312,8 +401,10 @@ __device__ __forceinline__ bool row_target(const attn_params_t &P, const cta_coo
 
 /* ---------------------------------------------------------------- tensor-core body */
 
-/* ST: pipeline stages, 0 for the default of the head dim. */
-template <int D, int MT, bool KEYSPLIT, int ST = 0>
+/* ST: pipeline stages, 0 for the default of the head dim. KVB: bytes of a K/V element,
+ * 2 (the query dtype) or 1 (an 8-bit cache: tiles of half the bytes, in twice the
+ * stages, so that as many bytes are in flight). Q stays 16-bit either way. */
+template <int D, int MT, bool KEYSPLIT, int ST = 0, int KVB = 2>
 struct tc_shape {
     static constexpr int KT = ATTN_KEY_TILE;
     static constexpr int NW = ATTN_WARPS;
@@ -321,11 +412,14 @@ struct tc_shape {
     static constexpr int RPW = 16 * MT;                          /* rows each warp holds */
     static constexpr int KW = KEYSPLIT ? KT / NW : KT;           /* keys each warp takes per tile */
     static constexpr int NT = KW / 8;                            /* n8 tiles of S per warp */
-    static constexpr int NCH = D / 8;                            /* 16-byte chunks per row */
+    static constexpr int NCH = D / 8;                            /* 16-byte chunks per row of Q */
     static constexpr bool SWZ = NCH % 8 == 0;
     static constexpr int ROW_BYTES = SWZ ? D * 2 : D * 2 + 16;
-    static constexpr int STAGES = ST ? ST : (D <= 64 ? 4 : (D <= 128 ? 3 : 2));
-    static constexpr int TILE_BYTES = KT * ROW_BYTES;
+    static constexpr int KV_NCH = D * KVB / 16;                  /* 16-byte chunks per K/V row */
+    static constexpr bool KV_SWZ = KV_NCH % 8 == 0;
+    static constexpr int KV_ROW_BYTES = KV_SWZ ? D * KVB : D * KVB + 16;
+    static constexpr int STAGES = (ST ? ST : (D <= 64 ? 4 : (D <= 128 ? 3 : 2))) * (KVB == 1 ? 2 : 1);
+    static constexpr int TILE_BYTES = KT * KV_ROW_BYTES;
     static constexpr int PIPE_BYTES = STAGES * 2 * TILE_BYTES;
     static constexpr int STAGING_BYTES = NW * RPW * ((D + 8) * 4 + 8);
     static constexpr int REGION_BYTES = PIPE_BYTES > STAGING_BYTES ? PIPE_BYTES : STAGING_BYTES;
@@ -337,25 +431,39 @@ struct tc_shape {
     static constexpr int MINB_RAW = ATTN_SMEM_PER_SM / (SMEM + ATTN_SMEM_RESERVED);
     static constexpr int MINB = MINB_RAW < 1 ? 1 : (MINB_RAW > 4 ? 4 : MINB_RAW);
     static_assert(D % 16 == 0 && KW % 16 == 0, "tensor-core shape");
-    static_assert(KT * NCH % ATTN_THREADS == 0, "tile copy divides among the threads");
+    static_assert(KT * KV_NCH % ATTN_THREADS == 0, "tile copy divides among the threads");
     static_assert(SMEM <= 227 * 1024, "shared memory per CTA");
+    /* an odd count of chunks per unswizzled row: every ldmatrix phase on 8 bank groups */
+    static_assert(SWZ || NCH % 2 == 0, "Q rows padded to an odd chunk count");
+    static_assert(KV_SWZ || KV_NCH % 2 == 0, "K/V rows padded to an odd chunk count");
 
+    /* byte offset of 16-byte chunk `chunk` of row `row`: in Q (off), in a K or V tile (kv_off) */
     static __device__ __forceinline__ int off(int row, int chunk)
     {
         return row * ROW_BYTES + (SWZ ? (chunk ^ (row & 7)) : chunk) * 16;
+    }
+    static __device__ __forceinline__ int kv_off(int row, int chunk)
+    {
+        return row * KV_ROW_BYTES + (KV_SWZ ? (chunk ^ (row & 7)) : chunk) * 16;
     }
 };
 
 /* The compile-time choices of one instantiation of the tensor-core body, on top of its
  * shape: T, the head dim D, MT 16-row m tiles per warp, KEYSPLIT (the warps split each
  * tile's keys and share the CTA's rows; else each warp holds 16 rows of its own), the
- * address mode ADDR and the pipeline stages ST (0: the default of the head dim). */
-template <typename T_, int D_, int MT_, bool KEYSPLIT_, int ADDR_, int ST_ = 0>
+ * address mode ADDR, the pipeline stages ST (0: the default of the head dim) and the
+ * cache's storage KV (kv_traits: T itself, or an 8-bit cache's codes, KV8, whose steps
+ * are tc_scores8 and tc_accumulate_pv8; KEYSPLIT at d a multiple of 32 only). */
+template <typename T_, int D_, int MT_, bool KEYSPLIT_, int ADDR_, int ST_ = 0, typename KV_ = T_>
 struct tc_traits {
     typedef T_ T;
-    typedef tc_shape<D_, MT_, KEYSPLIT_, ST_> S;
+    typedef KV_ KV;
+    typedef typename kv_traits<KV_>::stored KS;
+    static constexpr bool KV8 = kv_traits<KV_>::Q8;
+    typedef tc_shape<D_, MT_, KEYSPLIT_, ST_, KV8 ? 1 : 2> S;
     static constexpr int D = D_, MT = MT_, ADDR = ADDR_;
     static constexpr bool KEYSPLIT = KEYSPLIT_;
+    static_assert(!KV8 || (KEYSPLIT_ && D_ % 32 == 0), "8-bit K/V: the KEYSPLIT body, 32-dim steps");
     /* KEYSPLIT: Q's A fragments in registers for the whole loop where they fit
      * (32 registers, under the cap of at most two CTAs per SM), and S in two
      * accumulator chains up to d = 128 with one row tile. */
@@ -421,10 +529,11 @@ __device__ __forceinline__ void tc_scores(float (&s)[Tr::MT][Tr::S::NT][4], cons
 
 /* Online softmax of S (the tile's first nvalid keys valid) into P, in place, and O
  * rescaled. l stays a per-thread partial sum (the row's 4 threads are summed at the
- * end). The row max is taken on the raw logits (the scale is positive) and the scale
- * folded into one FFMA per logit; only a partial tile pays for masking. */
+ * end). The row max is taken on the raw logits (the scale is positive) and the scale,
+ * scale_log2 (with an 8-bit cache's K scale in it), folded into one FFMA per logit;
+ * only a partial tile pays for masking. */
 template <typename Tr>
-__device__ __forceinline__ void tc_softmax(const attn_params_t &P, float (&s)[Tr::MT][Tr::S::NT][4],
+__device__ __forceinline__ void tc_softmax(const float scale_log2, float (&s)[Tr::MT][Tr::S::NT][4],
                                            float (&o)[Tr::MT][Tr::D / 8][4], float (&m)[Tr::MT][2],
                                            float (&l)[Tr::MT][2], int nvalid, int key_base, int lane)
 {
@@ -450,7 +559,7 @@ __device__ __forceinline__ void tc_softmax(const attn_params_t &P, float (&s)[Tr
             for (int n = 0; n < S::NT; ++n) mx = fmaxf(mx, fmaxf(s[mt][n][2 * h], s[mt][n][2 * h + 1]));
             mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));
             mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));
-            float m_new = fmaxf(m[mt][h], mx * P.scale_log2);
+            float m_new = fmaxf(m[mt][h], mx * scale_log2);
             float m_use = m_new == -INFINITY ? 0.f : m_new; /* all masked: p = 0, no NaN */
             alpha[mt][h] = fast_exp2(m[mt][h] - m_use);
             moved |= alpha[mt][h] != 1.f;
@@ -460,7 +569,7 @@ __device__ __forceinline__ void tc_softmax(const attn_params_t &P, float (&s)[Tr
             for (int n = 0; n < S::NT; ++n)
 #pragma unroll
                 for (int e = 0; e < 2; ++e) {
-                    float p = fast_exp2(fmaf(s[mt][n][2 * h + e], P.scale_log2, -m_use));
+                    float p = fast_exp2(fmaf(s[mt][n][2 * h + e], scale_log2, -m_use));
                     s[mt][n][2 * h + e] = p;
                     sum += p;
                 }
@@ -513,12 +622,121 @@ __device__ __forceinline__ void tc_accumulate_pv(float (&o)[Tr::MT][Tr::D / 8][4
     }
 }
 
+/* tc_scores for an 8-bit cache (Tr::KV8): K's codes become T (exactly) between shared
+ * memory and the B fragments. ldmatrix moves 16-bit pairs, so a thread gets 4 adjacent
+ * codes of its key row, dims 4c..4c+3 of a 16-dim step (c = lane % 4), where the
+ * fragment wants k indices 2c, 2c+1, 2c+8, 2c+9: those indices stand for these dims,
+ * in K here and in Q, which the prologue stores permuted alike (tc_load_q8), so Q Kᵀ is
+ * unchanged. A 16-byte chunk of a row is one step; one ldmatrix_x4 covers 16 keys and
+ * two steps. */
+template <typename Tr, int QM, int QK>
+__device__ __forceinline__ void tc_scores8(float (&s)[Tr::MT][Tr::S::NT][4], const uint32_t (&qa)[QM][QK][4],
+                                           uint32_t q_base, uint32_t kbuf, int key_base, int row_base, int lane)
+{
+    typedef typename Tr::S S;
+    typedef typename Tr::T T;
+    typedef kv_pair<T, typename Tr::KV> cvt;
+    constexpr int MT = Tr::MT, D = Tr::D;
+    float s2[MT][S::NT][4];
+#pragma unroll
+    for (int mt = 0; mt < MT; ++mt)
+#pragma unroll
+        for (int n = 0; n < S::NT; ++n)
+#pragma unroll
+            for (int e = 0; e < 4; ++e) s[mt][n][e] = s2[mt][n][e] = 0.f;
+    auto &odd = Tr::DUAL ? s2 : s; /* the odd steps' chain (tc_scores: DUAL) */
+#pragma unroll
+    for (int kp = 0; kp < D / 32; ++kp) {
+        uint32_t a[2][MT][4]; /* Q of steps 2kp and 2kp + 1 */
+#pragma unroll
+        for (int h = 0; h < 2; ++h)
+#pragma unroll
+            for (int mt = 0; mt < MT; ++mt) {
+                if constexpr (Tr::QREG) {
+#pragma unroll
+                    for (int i = 0; i < 4; ++i) a[h][mt][i] = qa[mt][2 * kp + h][i];
+                } else {
+                    ldmatrix_x4(a[h][mt], q_base + S::off(row_base + 16 * mt + (lane & 15), 2 * (2 * kp + h) + (lane >> 4)));
+                }
+            }
+#pragma unroll
+        for (int jp = 0; jp < S::NT / 2; ++jp) {
+            /* r[0], r[1]: keys 0-7 of the 16, steps 2kp and 2kp + 1; r[2], r[3]: keys 8-15 */
+            uint32_t r[4], b[4][2];
+            ldmatrix_x4(r, kbuf + S::kv_off(key_base + 16 * jp + (lane & 7) + ((lane >> 4) << 3), 2 * kp + ((lane >> 3) & 1)));
+#pragma unroll
+            for (int i = 0; i < 4; ++i) {
+                b[i][0] = cvt::template of<0, 1>(r[i]);
+                b[i][1] = cvt::template of<2, 3>(r[i]);
+            }
+#pragma unroll
+            for (int mt = 0; mt < MT; ++mt) {
+                dt<T>::mma(s[mt][2 * jp], a[0][mt], b[0][0], b[0][1]);
+                dt<T>::mma(odd[mt][2 * jp], a[1][mt], b[1][0], b[1][1]);
+                dt<T>::mma(s[mt][2 * jp + 1], a[0][mt], b[2][0], b[2][1]);
+                dt<T>::mma(odd[mt][2 * jp + 1], a[1][mt], b[3][0], b[3][1]);
+            }
+        }
+    }
+    if constexpr (Tr::DUAL) {
+#pragma unroll
+        for (int mt = 0; mt < MT; ++mt)
+#pragma unroll
+            for (int n = 0; n < S::NT; ++n)
+#pragma unroll
+                for (int e = 0; e < 4; ++e) s[mt][n][e] += s2[mt][n][e];
+    }
+}
+
+/* tc_accumulate_pv for an 8-bit cache: ldmatrix.trans of 16-bit pairs gives a thread the
+ * codes of keys 2c and 2c+1 (c = lane % 4) at two adjacent dims, 2n and 2n+1 of a 16-dim
+ * chunk (n = lane / 4). Regrouped by dim (bytes 0,2 and 1,3) they are the B fragments of
+ * two n8 tiles, one of the chunk's even dims and one of its odd ones: tile 2*ch + parity,
+ * column n, is dim 16*ch + 2n + parity, which tc_epilogue puts back in order. One
+ * ldmatrix_x4 covers 16 keys and two chunks. */
+template <typename Tr>
+__device__ __forceinline__ void tc_accumulate_pv8(float (&o)[Tr::MT][Tr::D / 8][4], const float (&s)[Tr::MT][Tr::S::NT][4],
+                                                  uint32_t vbuf, int key_base, int lane)
+{
+    typedef typename Tr::S S;
+    typedef typename Tr::T T;
+    typedef kv_pair<T, typename Tr::KV> cvt;
+    constexpr int MT = Tr::MT, D = Tr::D;
+#pragma unroll
+    for (int ks = 0; ks < S::KW / 16; ++ks) {
+        uint32_t pa[MT][4];
+#pragma unroll
+        for (int mt = 0; mt < MT; ++mt) {
+            pa[mt][0] = dt<T>::pack(s[mt][2 * ks][0], s[mt][2 * ks][1]);
+            pa[mt][1] = dt<T>::pack(s[mt][2 * ks][2], s[mt][2 * ks][3]);
+            pa[mt][2] = dt<T>::pack(s[mt][2 * ks + 1][0], s[mt][2 * ks + 1][1]);
+            pa[mt][3] = dt<T>::pack(s[mt][2 * ks + 1][2], s[mt][2 * ks + 1][3]);
+        }
+#pragma unroll
+        for (int dp = 0; dp < D / 32; ++dp) {
+            /* r[0], r[1]: keys 0-7, 8-15 of chunk 2dp; r[2], r[3]: of chunk 2dp + 1 */
+            uint32_t r[4];
+            ldmatrix_x4_trans(r, vbuf + S::kv_off(key_base + 16 * ks + (lane & 7) + (((lane >> 3) & 1) << 3), 2 * dp + (lane >> 4)));
+#pragma unroll
+            for (int h = 0; h < 2; ++h) {
+                const uint32_t even0 = cvt::template of<0, 2>(r[2 * h]), even1 = cvt::template of<0, 2>(r[2 * h + 1]);
+                const uint32_t odd0 = cvt::template of<1, 3>(r[2 * h]), odd1 = cvt::template of<1, 3>(r[2 * h + 1]);
+#pragma unroll
+                for (int mt = 0; mt < MT; ++mt) {
+                    dt<T>::mma(o[mt][4 * dp + 2 * h], pa[mt], even0, even1);
+                    dt<T>::mma(o[mt][4 * dp + 2 * h + 1], pa[mt], odd0, odd1);
+                }
+            }
+        }
+    }
+}
+
 /* The epilogue: every warp's (m, l, O) staged in the drained pipeline buffers (pipe),
  * then combined and written (combine_and_emit). */
 template <typename Tr>
 __device__ __forceinline__ void tc_epilogue(const attn_params_t &P, const cta_coord &c, unsigned char *pipe,
                                             const float (&o)[Tr::MT][Tr::D / 8][4], const float (&m)[Tr::MT][2],
-                                            const float (&l)[Tr::MT][2], int warp, int lane)
+                                            const float (&l)[Tr::MT][2], int warp, int lane, float vscale)
 {
     typedef typename Tr::S S;
     constexpr int MT = Tr::MT, D = Tr::D;
@@ -536,10 +754,21 @@ __device__ __forceinline__ void tc_epilogue(const attn_params_t &P, const cta_co
             lsum += __shfl_xor_sync(0xffffffffu, lsum, 2);
             int row = warp * S::RPW + 16 * mt + (lane >> 2) + 8 * h;
             if ((lane & 3) == 0) { st_m[row] = m[mt][h]; st_l[row] = lsum; }
+            if constexpr (Tr::KV8) {
+                /* tile 2ch + parity, column 2c + e, is dim 16ch + 4c + 2e + parity
+                 * (tc_accumulate_pv8); an 8-bit cache's V scale (vscale) applies here */
 #pragma unroll
-            for (int n = 0; n < D / 8; ++n)
-                *reinterpret_cast<float2 *>(st_o + row * (D + 8) + 8 * n + 2 * (lane & 3)) =
-                    make_float2(o[mt][n][2 * h], o[mt][n][2 * h + 1]);
+                for (int ch = 0; ch < D / 16; ++ch)
+#pragma unroll
+                    for (int e = 0; e < 2; ++e)
+                        *reinterpret_cast<float2 *>(st_o + row * (D + 8) + 16 * ch + 4 * (lane & 3) + 2 * e) =
+                            make_float2(o[mt][2 * ch][2 * h + e] * vscale, o[mt][2 * ch + 1][2 * h + e] * vscale);
+            } else {
+#pragma unroll
+                for (int n = 0; n < D / 8; ++n)
+                    *reinterpret_cast<float2 *>(st_o + row * (D + 8) + 8 * n + 2 * (lane & 3)) =
+                        make_float2(o[mt][n][2 * h], o[mt][n][2 * h + 1]);
+            }
         }
     __syncthreads();
     /* KEYSPLIT: CTA row r lives in every warp at warp*RPW + r. ROWSPLIT: only in its
@@ -547,15 +776,44 @@ __device__ __forceinline__ void tc_epilogue(const attn_params_t &P, const cta_co
     combine_and_emit<typename Tr::T>(P, c, st_o, st_m, st_l, S::ROWS, Tr::KEYSPLIT ? S::NW : 1, S::RPW, D);
 }
 
+/* The CTA's query rows into shared memory at q_s (zeros for padding rows) for an 8-bit
+ * cache: each 16-dim step's dims permuted as tc_scores8 reads K's, by plain loads and
+ * stores (the permutation moves 4-byte pairs), visible after the prologue's barrier.
+ * Step kk's 16 dims are 8 pairs: shared chunk 2kk holds pairs 0, 2, 4, 6 (dims 4c, 4c+1
+ * at columns 2c, 2c+1), chunk 2kk + 1 pairs 1, 3, 5, 7 (dims 4c+2, 4c+3). (The 16-bit
+ * body copies its chunks with cp.async, landing with the first tile's group.) */
+template <typename Tr>
+__device__ __forceinline__ void tc_load_q8(const attn_params_t &P, const cta_coord &c, unsigned char *q_s, int tid)
+{
+    typedef typename Tr::T T;
+    typedef typename Tr::S S;
+    constexpr int D = Tr::D;
+    for (int i = tid; i < S::ROWS * (D / 16); i += ATTN_THREADS) {
+        const int r = i / (D / 16), kk = i - r * (D / 16);
+        int stream = 0, head = 0;
+        uint4 lo = make_uint4(0u, 0u, 0u, 0u), hi = lo;
+        if (row_target(P, c, r, &stream, &head)) {
+            const uint4 *src = reinterpret_cast<const uint4 *>(static_cast<const T *>(P.q) +
+                                                               ((int64_t)stream * P.heads + head) * D + 16 * kk);
+            lo = src[0];
+            hi = src[1];
+        }
+        *reinterpret_cast<uint4 *>(q_s + S::off(r, 2 * kk)) = make_uint4(lo.x, lo.z, hi.x, hi.z);
+        *reinterpret_cast<uint4 *>(q_s + S::off(r, 2 * kk + 1)) = make_uint4(lo.y, lo.w, hi.y, hi.w);
+    }
+}
+
 /* The tensor-core body of one instantiation Tr (tc_traits): the ring of K/V tiles
  * through shared memory, and per tile the warp's tc_scores, tc_softmax and
- * tc_accumulate_pv, then tc_epilogue. */
+ * tc_accumulate_pv (their 8-bit forms for an 8-bit cache), then tc_epilogue. */
 template <typename Tr>
 __global__ void __launch_bounds__(ATTN_THREADS, (Tr::S::MINB)) attn_tc_kernel(const attn_params_t P)
 {
     typedef typename Tr::T T;
     typedef typename Tr::S S;
+    typedef typename Tr::KS KS;  /* the cache's element: T, or an 8-bit code */
     constexpr int D = Tr::D, MT = Tr::MT, ADDR = Tr::ADDR;
+    constexpr int CE = 16 / (int)sizeof(KS); /* elements of a 16-byte chunk of a K/V row */
     extern __shared__ __align__(128) unsigned char smem[];
     unsigned char *pipe = smem;
     unsigned char *q_s = smem + S::REGION_BYTES;
@@ -563,7 +821,7 @@ __global__ void __launch_bounds__(ATTN_THREADS, (Tr::S::MINB)) attn_tc_kernel(co
 
     const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
     const cta_coord c = cta_decompose(P);
-    const T *kv = static_cast<const T *>(P.kv);
+    const KS *kv = static_cast<const KS *>(P.kv);
     const int ntiles = c.k_hi > c.k_lo ? (c.k_hi - c.k_lo + S::KT - 1) / S::KT : 0;
     /* the merge behind this grid (attn_launch_merge) may be set up once every CTA has
      * begun: it waits for this grid's end before it reads a partial */
@@ -586,53 +844,53 @@ __global__ void __launch_bounds__(ATTN_THREADS, (Tr::S::MINB)) attn_tc_kernel(co
      * one CTA per SM streams only as fast as its loop turns. (Not at d = 256, whose
      * bodies have no registers to spare.) */
     const bool affine = D <= 128 && (ADDR == ADDR_CTX || (ADDR != ADDR_PAGED && !P.indirection));
-    const T *kv0 = affine && ntiles > 0 ? kv + kv_row<ADDR>(P, c.unit, c.head, c.k_lo) : kv;
+    const KS *kv0 = affine && ntiles > 0 ? kv + kv_row<ADDR>(P, c.unit, c.head, c.k_lo) : kv;
     /* tile j's K and V rows into its stage */
     auto load_tile = [&](int j) {
         const uint32_t ks = smem_addr(pipe + (j % S::STAGES) * 2 * S::TILE_BYTES), vs = ks + S::TILE_BYTES;
         if (affine) {
             /* Whole tiles (all but a CTA's last) need no per-row test where the chunk
              * columns divide the threads; other tiles and head dims test each row. */
-            const T *tile = kv0 + (int64_t)j * S::KT * D;
+            const KS *tile = kv0 + (int64_t)j * S::KT * D;
             const int valid = c.k_hi - (c.k_lo + j * S::KT);
-            if constexpr (S::SWZ && ATTN_THREADS % (8 * S::NCH) == 0) {
+            if constexpr (S::KV_SWZ && ATTN_THREADS % (8 * S::KV_NCH) == 0) {
                 if (valid >= S::KT) {
                     /* Each thread copies one chunk column every RSTEP rows, so the source
                      * and the (row & 7)-swizzled destination move by constant strides. */
-                    constexpr int RSTEP = ATTN_THREADS / S::NCH;
-                    const int r0 = tid / S::NCH, ch = tid % S::NCH;
-                    const T *src = tile + r0 * D + ch * 8;
-                    const T *srcv = src + P.vstride;
-                    const uint32_t dst = S::off(r0, ch);
+                    constexpr int RSTEP = ATTN_THREADS / S::KV_NCH;
+                    const int r0 = tid / S::KV_NCH, ch = tid % S::KV_NCH;
+                    const KS *src = tile + r0 * D + ch * CE;
+                    const KS *srcv = src + P.vstride;
+                    const uint32_t dst = S::kv_off(r0, ch);
 #pragma unroll
                     for (int k = 0; k < S::KT / RSTEP; ++k) {
-                        cp_async16(ks + dst + k * RSTEP * S::ROW_BYTES, src + k * RSTEP * D, 16);
-                        cp_async16(vs + dst + k * RSTEP * S::ROW_BYTES, srcv + k * RSTEP * D, 16);
+                        cp_async16(ks + dst + k * RSTEP * S::KV_ROW_BYTES, src + k * RSTEP * D, 16);
+                        cp_async16(vs + dst + k * RSTEP * S::KV_ROW_BYTES, srcv + k * RSTEP * D, 16);
                     }
                     return;
                 }
             }
 #pragma unroll
-            for (int k = 0; k < S::KT * S::NCH / ATTN_THREADS; ++k) {
+            for (int k = 0; k < S::KT * S::KV_NCH / ATTN_THREADS; ++k) {
                 int i = tid + k * ATTN_THREADS;
-                int row = i / S::NCH, ch = i - row * S::NCH;
+                int row = i / S::KV_NCH, ch = i - row * S::KV_NCH;
                 bool ok = row < valid;
-                const T *src = ok ? tile + row * D + ch * 8 : kv;
-                cp_async16(ks + S::off(row, ch), src, ok ? 16 : 0);
-                cp_async16(vs + S::off(row, ch), src + (ok ? P.vstride : 0), ok ? 16 : 0);
+                const KS *src = ok ? tile + row * D + ch * CE : kv;
+                cp_async16(ks + S::kv_off(row, ch), src, ok ? 16 : 0);
+                cp_async16(vs + S::kv_off(row, ch), src + (ok ? P.vstride : 0), ok ? 16 : 0);
             }
             return;
         }
         const uint32_t *rows = off_ring + (j % S::STAGES) * S::KT;
 #pragma unroll
-        for (int k = 0; k < S::KT * S::NCH / ATTN_THREADS; ++k) {
+        for (int k = 0; k < S::KT * S::KV_NCH / ATTN_THREADS; ++k) {
             int i = tid + k * ATTN_THREADS;
-            int row = i / S::NCH, ch = i - row * S::NCH;
+            int row = i / S::KV_NCH, ch = i - row * S::KV_NCH;
             uint32_t r = rows[row];
             int bytes = r != NO_ROW ? 16 : 0;
-            const T *src = kv + (r != NO_ROW ? (int64_t)r * D + ch * 8 : 0);
-            cp_async16(ks + S::off(row, ch), src, bytes);
-            cp_async16(vs + S::off(row, ch), src + (r != NO_ROW ? P.vstride : 0), bytes);
+            const KS *src = kv + (r != NO_ROW ? (int64_t)r * D + ch * CE : 0);
+            cp_async16(ks + S::kv_off(row, ch), src, bytes);
+            cp_async16(vs + S::kv_off(row, ch), src + (r != NO_ROW ? P.vstride : 0), bytes);
         }
     };
 
@@ -644,11 +902,15 @@ __global__ void __launch_bounds__(ATTN_THREADS, (Tr::S::MINB)) attn_tc_kernel(co
 #pragma unroll
         for (int j = 0; j < S::STAGES; ++j) off_ring[j * S::KT + tid] = j < ntiles ? tile_row_index(j, tid, first[j]) : NO_ROW;
     }
-    for (int i = tid; i < S::ROWS * S::NCH; i += ATTN_THREADS) {
-        int r = i / S::NCH, ch = i - r * S::NCH, stream = 0, head = 0;
-        bool ok = row_target(P, c, r, &stream, &head);
-        const T *src = static_cast<const T *>(P.q) + (ok ? ((int64_t)stream * P.heads + head) * D + ch * 8 : 0);
-        cp_async16(smem_addr(q_s + S::off(r, ch)), src, ok ? 16 : 0);
+    if constexpr (Tr::KV8) {
+        tc_load_q8<Tr>(P, c, q_s, tid);
+    } else {
+        for (int i = tid; i < S::ROWS * S::NCH; i += ATTN_THREADS) {
+            int r = i / S::NCH, ch = i - r * S::NCH, stream = 0, head = 0;
+            bool ok = row_target(P, c, r, &stream, &head);
+            const T *src = static_cast<const T *>(P.q) + (ok ? ((int64_t)stream * P.heads + head) * D + ch * 8 : 0);
+            cp_async16(smem_addr(q_s + S::off(r, ch)), src, ok ? 16 : 0);
+        }
     }
     __syncthreads();
 #pragma unroll
@@ -661,6 +923,9 @@ __global__ void __launch_bounds__(ATTN_THREADS, (Tr::S::MINB)) attn_tc_kernel(co
     const int row_base = Tr::KEYSPLIT ? 0 : warp * 16;
     const bool warp_has_rows = c.row_tile * P.rows_per_cta + row_base < P.rows_per_unit;
     const uint32_t q_base = smem_addr(q_s);
+    /* an 8-bit cache's scales: K's into the softmax scale, V's into the output (kv_scales_of) */
+    kv_scales sc = {1.f, 1.f};
+    if constexpr (Tr::KV8) sc = kv_scales_of(P, c.head);
     uint32_t qa[Tr::QREG ? MT : 1][Tr::QREG ? D / 16 : 1][4];
     float o[MT][D / 8][4];
     float m[MT][2], l[MT][2];
@@ -697,13 +962,16 @@ __global__ void __launch_bounds__(ATTN_THREADS, (Tr::S::MINB)) attn_tc_kernel(co
             const uint32_t kbuf = smem_addr(pipe + (t % S::STAGES) * 2 * S::TILE_BYTES);
             const uint32_t vbuf = kbuf + S::TILE_BYTES;
             float s[MT][S::NT][4];
-            tc_scores<Tr>(s, qa, q_base, kbuf, key_base, row_base, lane);
-            tc_softmax<Tr>(P, s, o, m, l, nvalid, key_base, lane);
-            tc_accumulate_pv<Tr>(o, s, vbuf, key_base, lane);
+            if constexpr (Tr::KV8) tc_scores8<Tr>(s, qa, q_base, kbuf, key_base, row_base, lane);
+            else tc_scores<Tr>(s, qa, q_base, kbuf, key_base, row_base, lane);
+            if constexpr (Tr::KV8) tc_softmax<Tr>(P.scale_log2 * sc.k, s, o, m, l, nvalid, key_base, lane);
+            else tc_softmax<Tr>(P.scale_log2, s, o, m, l, nvalid, key_base, lane);
+            if constexpr (Tr::KV8) tc_accumulate_pv8<Tr>(o, s, vbuf, key_base, lane);
+            else tc_accumulate_pv<Tr>(o, s, vbuf, key_base, lane);
         }
         if (fetch) off_ring[((t + S::STAGES) % S::STAGES) * S::KT + tid] = tile_row_index(t + S::STAGES, tid, next_ref);
     }
-    tc_epilogue<Tr>(P, c, pipe, o, m, l, warp, lane);
+    tc_epilogue<Tr>(P, c, pipe, o, m, l, warp, lane, sc.v);
 }
 
 /* ---------------------------------------------------------------- CUDA-core body */
@@ -714,9 +982,33 @@ static inline int cc_smem_bytes(int d)
 }
 #define ATTN_CC_MINB 3 /* caps registers at 168/thread: 8 rows x 8 dims of O without spills */
 
-template <typename T, int ADDR>
+/* The CUDA-core body's reads of the cache as floats: N elements at once (16 bytes of
+ * T; 8 codes of an 8-bit cache, as d is only a multiple of 8), or one. */
+template <typename T, typename KV, bool Q8 = kv_traits<KV>::Q8> struct cc_kv {
+    static constexpr int N = vec16<T>::N;
+    static __device__ __forceinline__ void load(const T *src, float *dst) { load16_as_float(src, dst); }
+    static __device__ __forceinline__ float one(T x) { return dt<T>::to_f(x); }
+};
+template <typename T, typename KV> struct cc_kv<T, KV, true> {
+    static constexpr int N = 8;
+    static __device__ __forceinline__ void load(const uint8_t *src, float *dst)
+    {
+        const uint2 raw = *reinterpret_cast<const uint2 *>(src);
+#pragma unroll
+        for (int i = 0; i < 4; ++i) {
+            dst[i] = kv_traits<KV>::to_f((uint8_t)(raw.x >> (8 * i)));
+            dst[4 + i] = kv_traits<KV>::to_f((uint8_t)(raw.y >> (8 * i)));
+        }
+    }
+    static __device__ __forceinline__ float one(uint8_t c) { return kv_traits<KV>::to_f(c); }
+};
+
+/* KV: the cache's storage (kv_traits): T, or an 8-bit cache's codes, dequantised with
+ * the CTA's kv head's scales, K's in the softmax scale and V's in the staged output. */
+template <typename T, int ADDR, typename KV = T>
 __global__ void __launch_bounds__(ATTN_THREADS, ATTN_CC_MINB) attn_cc_kernel(const attn_params_t P)
 {
+    typedef cc_kv<T, KV> kvr;
     extern __shared__ __align__(128) unsigned char smem[];
     const int d = P.geom.head_dim;
     const int R = ATTN_CC_ROWS, VPL = 8; /* rows per CTA; O values per lane (d <= 256) */
@@ -726,8 +1018,12 @@ __global__ void __launch_bounds__(ATTN_THREADS, ATTN_CC_MINB) attn_cc_kernel(con
     float *st_l = st_m + ATTN_WARPS * R;
     const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
     const cta_coord c = cta_decompose(P);
-    const T *kv = static_cast<const T *>(P.kv);
+    const typename kv_traits<KV>::stored *kv = static_cast<const typename kv_traits<KV>::stored *>(P.kv);
     attn_grid_dependents_go(); /* (attn_tc_kernel says why) */
+    kv_scales sc;
+    sc.k = sc.v = 1.f;
+    if constexpr (kv_traits<KV>::Q8) sc = kv_scales_of(P, c.head);
+    const float scale_log2 = kv_traits<KV>::Q8 ? P.scale_log2 * sc.k : P.scale_log2;
 
     for (int i = tid; i < R * d; i += ATTN_THREADS) {
         int r = i / d, x = i - r * d, stream, head;
@@ -754,19 +1050,19 @@ __global__ void __launch_bounds__(ATTN_THREADS, ATTN_CC_MINB) attn_cc_kernel(con
 #pragma unroll
         for (int r = 0; r < R; ++r) s[r] = 0.f;
         if (valid) {
-            for (int x = 0; x < d; x += vec16<T>::N) {
-                float k[vec16<T>::N];
-                load16_as_float(kv + off + x, k);
+            for (int x = 0; x < d; x += kvr::N) {
+                float k[kvr::N];
+                kvr::load(kv + off + x, k);
 #pragma unroll
                 for (int r = 0; r < R; ++r)
 #pragma unroll
-                    for (int e = 0; e < vec16<T>::N; ++e) s[r] += q_s[r * d + x + e] * k[e];
+                    for (int e = 0; e < kvr::N; ++e) s[r] += q_s[r * d + x + e] * k[e];
             }
         }
         float p[R];
 #pragma unroll
         for (int r = 0; r < R; ++r) {
-            float v = valid ? s[r] * P.scale_log2 : -INFINITY;
+            float v = valid ? s[r] * scale_log2 : -INFINITY;
             float m_new = fmaxf(m[r], warp_max(v));
             float m_use = m_new == -INFINITY ? 0.f : m_new;
             float alpha = exp2f(m[r] - m_use);
@@ -786,7 +1082,7 @@ __global__ void __launch_bounds__(ATTN_THREADS, ATTN_CC_MINB) attn_cc_kernel(con
             for (int i = 0; i < VPL; ++i) {
                 int x = lane + 32 * i;
                 if (x < d) {
-                    float v = dt<T>::to_f(kv[vo + x]);
+                    float v = kvr::one(kv[vo + x]);
 #pragma unroll
                     for (int r = 0; r < R; ++r) o[r][i] += pj[r] * v;
                 }
@@ -800,7 +1096,7 @@ __global__ void __launch_bounds__(ATTN_THREADS, ATTN_CC_MINB) attn_cc_kernel(con
         if (lane == 0) { st_m[row] = m[r]; st_l[row] = l[r]; }
 #pragma unroll
         for (int i = 0; i < VPL; ++i)
-            if (lane + 32 * i < d) st_o[row * (d + 8) + lane + 32 * i] = o[r][i];
+            if (lane + 32 * i < d) st_o[row * (d + 8) + lane + 32 * i] = kv_traits<KV>::Q8 ? o[r][i] * sc.v : o[r][i];
     }
     __syncthreads();
     combine_and_emit<T>(P, c, st_o, st_m, st_l, R, ATTN_WARPS, R, d);
@@ -820,10 +1116,12 @@ static inline const char *attn_core_unsupported(const problem_t *p)
     return NULL;
 }
 
-/* Which body runs a problem: tensor cores for fp16/bf16 at the instantiated dims. */
+/* Which body runs a problem: tensor cores for fp16/bf16 at the instantiated dims (with
+ * an 8-bit cache those of 32-dim steps, tc_scores8). */
 static inline bool attn_tc_path(const problem_t *p)
 {
     int d = p->head_dim;
+    if (p->kv_quant != KV_QUANT_NONE) return p->dtype != DTYPE_FP32 && (d == 64 || d == 128 || d == 256);
     return p->dtype != DTYPE_FP32 && (d == 64 || d == 80 || d == 96 || d == 128 || d == 256);
 }
 
@@ -856,18 +1154,34 @@ enum { ATTN_RING_DEFAULT = 0, ATTN_RING_LEAN = 1, ATTN_RING_DEEP = 2 };
 #ifndef ATTN_DEEP_STAGES
 #define ATTN_DEEP_STAGES 4
 #endif
-/* The ring a problem's KEYSPLIT body gets when `ring` is asked for. */
+/* The ring a problem's KEYSPLIT body gets when `ring` is asked for (an 8-bit cache has
+ * no lean one: bifurcated, which asks for it, does not run it). */
 static inline int attn_ring(const problem_t *p, int ring)
 {
     if (!attn_tc_path(p) || p->head_dim != 128) return ATTN_RING_DEFAULT;
+    if (p->kv_quant != KV_QUANT_NONE && ring == ATTN_RING_LEAN) return ATTN_RING_DEFAULT;
     if (ring == ATTN_RING_DEEP && attn_keysplit_mt(p) != 1) return ATTN_RING_DEFAULT;
     return ring;
+}
+
+/* Shared memory of one CTA of the KEYSPLIT body of an 8-bit cache (tc_shape's KVB 1). */
+static inline int attn_smem_bytes_kv8(const problem_t *p, int ring)
+{
+    const int mt = attn_keysplit_mt(p);
+    if (attn_ring(p, ring) == ATTN_RING_DEEP) return tc_shape<128, 1, true, ATTN_DEEP_STAGES, 1>::SMEM;
+    switch (p->head_dim) {
+    case 64: return mt == 2 ? tc_shape<64, 2, true, 0, 1>::SMEM : tc_shape<64, 1, true, 0, 1>::SMEM;
+    case 128: return mt == 2 ? tc_shape<128, 2, true, 0, 1>::SMEM : tc_shape<128, 1, true, 0, 1>::SMEM;
+    case 256: return tc_shape<256, 1, true, 0, 1>::SMEM;
+    default: return 0;
+    }
 }
 
 /* Shared memory of one CTA of the body the problem uses. */
 static inline int attn_smem_bytes(const problem_t *p, bool keysplit, int ring = ATTN_RING_DEFAULT)
 {
     if (!attn_tc_path(p)) return cc_smem_bytes(p->head_dim);
+    if (keysplit && p->kv_quant != KV_QUANT_NONE) return attn_smem_bytes_kv8(p, ring);
     int mt = keysplit ? attn_keysplit_mt(p) : 1;
     if (keysplit && attn_ring(p, ring) == ATTN_RING_LEAN)
         return mt == 2 ? tc_shape<128, 2, true, ATTN_LEAN_STAGES>::SMEM : tc_shape<128, 1, true, ATTN_LEAN_STAGES>::SMEM;
@@ -949,6 +1263,8 @@ static inline attn_params_t attn_params_base(const attn_args_t *a, int nslots)
                                                                      p->head_dim)
                          : NULL;
     P.scale_log2 = (float)(problem_scale(p) * 1.4426950408889634);
+    P.kv_scale = p->kv_quant != KV_QUANT_NONE ? a->kv_scale : NULL;
+    P.kv_scale_heads = p->kv_scale == KV_SCALE_HEAD ? p->kv_heads : 1;
     return P;
 }
 
@@ -963,6 +1279,10 @@ typedef void (*attn_kernel_fn)(const attn_params_t);
  * on the stream (every grid that writes partials signals, attn_grid_dependents_go),
  * not where the stream waits on an event in between. */
 cudaError_t attn_setup_keysplit(const problem_t *p, int addr, int ring);
+/* The KEYSPLIT (or CUDA-core) instantiation of an 8-bit cache for a problem, address
+ * mode (ADDR_CONTIG, ADDR_PAGED) and ring, NULL for another; in fused_kv8.cu, which
+ * compiles them beside fused.cu's. */
+attn_kernel_fn attn_keysplit_kv8(const problem_t *p, int addr, int ring);
 cudaError_t attn_launch_keysplit(const problem_t *p, int addr, const attn_params_t *P, cudaStream_t stream,
                                  int ring);
 cudaError_t attn_launch_merge(const problem_t *p, const attn_params_t *P, cudaStream_t stream, bool pdl);

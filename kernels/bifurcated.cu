@@ -647,6 +647,15 @@ static cudaError_t bif_launch(attn_args_t *a, cudaStream_t stream)
     return attn_launch_merge(p, &P, stream, !concurrent);
 }
 
+/* What attn_core.cuh's bodies run, without an 8-bit cache: the wgmma context body and the
+ * register-streaming decode body read K/V in the query dtype. */
+static const char *bif_unsupported(const problem_t *p)
+{
+    if (p->kv_quant != KV_QUANT_NONE)
+        return "bifurcated reads K/V in --dtype, not an 8-bit cache yet (--kv-dtype fp8|int8 runs on fused)";
+    return attn_core_unsupported(p);
+}
+
 extern "C" const attn_kernel_t kernel_bifurcated = {
     "bifurcated",
     "bifurcated attention: context read once per request for all W*p queries (wgmma on Hopper at "
@@ -654,8 +663,9 @@ extern "C" const attn_kernel_t kernel_bifurcated = {
     "by the 128-key wgmma part between its context tiles where p <= 8, else beside it on a second "
     "stream or on the SMs a persistent context grid leaves), log-sum-exp merge",
     "contiguous (split context/decoded buffers), paged (shared context blocks); fp16, bf16 (tensor cores at "
-    "d 64/80/96/128/256), fp32; d multiple of 8 up to 256; any h/g, W; indirection; --multi-block, --splits",
-    attn_core_unsupported,
+    "d 64/80/96/128/256), fp32; d multiple of 8 up to 256; any h/g, W; indirection; --multi-block, --splits; "
+    "no 8-bit KV cache",
+    bif_unsupported,
     bif_layout,
     bif_plan,
     bif_workspace_bytes,

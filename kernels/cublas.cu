@@ -94,7 +94,7 @@ static cudaError_t cublas_launch(attn_args_t *a, cudaStream_t stream)
 extern "C" const attn_kernel_t kernel_cublas = {
     "cublas",
     "unfused baseline: Q.K^T and P.V as cuBLAS batched GEMMs around a softmax kernel, logits in memory",
-    "contiguous cache; fp16, bf16, fp32; head_dim multiple of 8 up to 256; no indirection, no split-KV",
+    "contiguous cache; fp16, bf16, fp32; head_dim multiple of 8 up to 256; no indirection, no split-KV, no 8-bit KV cache",
     cublas_unsupported,
     cublas_layout<LAYOUT_CONTIGUOUS>,
     cublas_plan<&kernel_cublas>,

@@ -206,7 +206,7 @@ static cudaError_t cublas_bif_launch(attn_args_t *a, cudaStream_t stream)
 extern "C" const attn_kernel_t kernel_cublas_bifurcated = {
     "cublas-bifurcated",
     "the paper's four einsums with cuBLAS: <q,K_c> with W*p rows per GEMM, <q,K_d> batched, one softmax, P.V_c + P.V_d",
-    "bifurcated layout; fp16, bf16, fp32; head_dim multiple of 8 up to 256; no paged cache, no indirection, no split-KV",
+    "bifurcated layout; fp16, bf16, fp32; head_dim multiple of 8 up to 256; no paged cache, no indirection, no split-KV, no 8-bit KV cache",
     cublas_bif_unsupported,
     cublas_layout<LAYOUT_BIFURCATED>,
     cublas_plan<&kernel_cublas_bifurcated>,

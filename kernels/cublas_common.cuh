@@ -153,6 +153,8 @@ HD size_t cublas_pipeline_private_bytes(const cublas_pipeline_t *pl)
 /* What neither cuBLAS kernel does, whatever its layout; NULL when p is fine. */
 static inline const char *cublas_limits(const problem_t *p)
 {
+    if (p->kv_quant != KV_QUANT_NONE)
+        return "the cuBLAS kernels' GEMMs read K/V in --dtype, not an 8-bit cache (--kv-dtype fp8|int8 runs on fused)";
     if (p->indirection)
         return "cuBLAS cannot follow a cache-indirection table: it reads K/V where they lie (--indirection)";
     if (p->multi_block == MULTI_BLOCK_ON || p->splits > 1)

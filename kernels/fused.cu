@@ -18,6 +18,10 @@
  * (several microseconds, a tenth of a 128 MiB step). With one split the CTA writes
  * out directly.
  *
+ * An 8-bit cache (--kv-dtype fp8|int8) runs the same grid on 8-bit tiles (fused_kv8.cu):
+ * half the bytes per key, converted to the query dtype between shared memory and the
+ * tensor cores, K's scale in the softmax scale and V's in the output (docs/KV-QUANT.md).
+ *
  * This file also holds the KEYSPLIT/CUDA-core instantiations and the merge launch
  * that `bifurcated` reuses for its decode part (attn_launch_keysplit,
  * attn_launch_merge). */
@@ -79,10 +83,12 @@ static attn_kernel_fn deep_fn(int addr)
     return addr == ADDR_CONTIG ? attn_tc_kernel<tc_traits<T, 128, 1, true, ADDR_CONTIG, ATTN_DEEP_STAGES>> : NULL;
 }
 
-/* The instantiation and its dynamic shared memory for a problem, address mode and ring. */
+/* The instantiation and its dynamic shared memory for a problem, address mode and ring
+ * (an 8-bit cache's in fused_kv8.cu). */
 static attn_kernel_fn keysplit_pick(const problem_t *p, int addr, int ring, int *smem)
 {
     *smem = attn_smem_bytes(p, true, ring);
+    if (p->kv_quant != KV_QUANT_NONE) return attn_keysplit_kv8(p, addr, ring);
     if (!attn_tc_path(p)) {
         switch (p->dtype) {
         case DTYPE_FP16: return cc_fn_t<__half>(addr);
@@ -329,7 +335,8 @@ extern "C" const attn_kernel_t kernel_fused = {
     "fused",
     "one fused decode-attention kernel per step: GQA-aware tiles on tensor cores, cp.async pipeline, split-KV",
     "contiguous, paged; fp16, bf16 (tensor cores at d 64/80/96/128/256), fp32; d multiple of 8 up to 256; "
-    "any h/g; indirection; --multi-block off|on|auto, --splits N",
+    "any h/g; indirection; --multi-block off|on|auto, --splits N; "
+    "--kv-dtype fp8|int8 with --kv-scale tensor|head (tensor cores at d 64/128/256)",
     attn_core_unsupported,
     fused_layout,
     fused_plan,

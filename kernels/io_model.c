@@ -3,8 +3,8 @@
 
 double io_kv_row_bytes(const problem_t *p)
 {
-    /* K and V of every kv head at one position */
-    return 2.0 * p->kv_heads * p->head_dim * (double)dtype_size(p->dtype);
+    /* K and V of every kv head at one position, as stored: 1 byte an element in an 8-bit cache */
+    return 2.0 * p->kv_heads * p->head_dim * (double)dtype_size(problem_kv_dtype(p));
 }
 
 double io_kv_bytes_replicated(const problem_t *p)
@@ -38,7 +38,13 @@ double io_table_bytes(const problem_t *p)
     if (p->cache == CACHE_PAGED)
         tables += streams * ((problem_keys(p) + p->block_size - 1) / p->block_size) * entry;
     if (p->indirection) tables += streams * p->gen * entry;
-    return tables;
+    return tables + io_scale_bytes(p);
+}
+
+double io_scale_bytes(const problem_t *p)
+{
+    if (p->kv_quant == KV_QUANT_NONE) return 0.0;
+    return 2.0 * (p->kv_scale == KV_SCALE_HEAD ? p->kv_heads : 1) * sizeof(float);
 }
 
 double io_flops(const problem_t *p)

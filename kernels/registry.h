@@ -37,8 +37,9 @@ typedef struct attn_plan {
 
 /* Bytes and FLOPs of one step (SPEC §6). */
 typedef struct attn_io {
-    double bytes;         /* compulsory DRAM traffic of this kernel's algorithm: K, V, Q, O,
-                             block and indirection tables (io_table_bytes) */
+    double bytes;         /* compulsory DRAM traffic of this kernel's algorithm: K, V (at the
+                             width the cache stores them), Q, O, block and indirection
+                             tables and an 8-bit cache's scales (io_table_bytes) */
     double unique_bytes;  /* distinct data of the problem: the floor for any algorithm */
     double flops;
     double workspace_bytes; /* scratch traffic (split partials written and read back,
@@ -58,6 +59,10 @@ typedef struct attn_args {
     const int32_t *block_table;    /* paged: [B*W, max_blocks_per_seq] */
     int num_blocks;                /* paged: blocks in the pool */
     const int32_t *indirection;    /* [B, W, L] with --indirection, else NULL */
+    /* An 8-bit cache (problem.kv_quant): the dequantisation scales, K's then V's, each
+     * one float (--kv-scale tensor) or one per kv head (head): [2][kv_scale_entries(&geom)]
+     * (problem/kv_quant.h); the cache holds codes, K/V = code * scale. NULL otherwise. */
+    const float *kv_scale;
     void *workspace;               /* plan-dependent scratch, workspace_bytes() long, zeroed once */
     void *state;                   /* the kernel's own, made by setup, freed by teardown */
     char why[ATTN_WHY_LEN];        /* setup's reason where it returns ATTN_SETUP_UNSUPPORTED */
@@ -100,7 +105,8 @@ extern const attn_kernel_t *const attn_kernels[];
 const attn_kernel_t *attn_kernel_find(const char *name);
 
 /* The byte and FLOP arithmetic every kernel's model is built from. */
-double io_kv_row_bytes(const problem_t *p);          /* K and V of every kv head at one position */
+double io_kv_row_bytes(const problem_t *p);          /* K and V of every kv head at one position,
+                                                        at the cache's width (problem_kv_dtype) */
 double io_kv_bytes_replicated(const problem_t *p);   /* every stream reads its whole L */
 double io_kv_bytes_unique(const problem_t *p);       /* context once per request */
 /* The K/V the cache holds for the problem's streams: replicated on a contiguous
@@ -109,9 +115,11 @@ double io_kv_bytes_unique(const problem_t *p);       /* context once per request
  * DRAM (the W reads of a shared block beyond the first can come from L2). */
 double io_kv_bytes_stored(const problem_t *p);
 double io_qo_bytes(const problem_t *p);               /* q read, out written */
-/* Block-table entries (paged: each stream's blocks of L) and cache-indirection entries
- * (each stream's decoded positions) read once. */
+/* Block-table entries (paged: each stream's blocks of L), cache-indirection entries
+ * (each stream's decoded positions) and an 8-bit cache's scales (io_scale_bytes), read
+ * once. */
 double io_table_bytes(const problem_t *p);
+double io_scale_bytes(const problem_t *p);           /* 2 floats, or 2 per kv head; 0 unquantised */
 double io_flops(const problem_t *p);                  /* 4 * B*W * h * L * d */
 
 #ifdef __cplusplus

@@ -1,6 +1,8 @@
 /* What each element of each layout's buffers holds: the logical data of
- * logical_data.h placed by the address arithmetic of kv_layout.h. The device fill
- * kernels and the host materialisation (CPU tests) both call these. */
+ * logical_data.h placed by the address arithmetic of kv_layout.h, and in an 8-bit cache
+ * quantised (kv_quant.h: the *_value functions give the code's value, in units of the
+ * scale). The device fill kernels and the host materialisation (CPU tests) both call
+ * these. */
 #ifndef ATTNBENCH_KV_FILL_H
 #define ATTNBENCH_KV_FILL_H
 
@@ -9,6 +11,7 @@
 #include "hd.h"
 #include "kv_layout.h"
 #include "logical_data.h"
+#include "kv_quant.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -22,16 +25,35 @@ HD float quiet_nan(void)
     return f;
 }
 
+/* The logical context K/V of a request and the decoded K/V of a stream (logical_data.h),
+ * in an 8-bit cache at the range of their tensor and kv head (kv_quant_amplitude). */
+HD float kv_ctx_logical(const kv_geometry_t *g, uint64_t seed, int request, int which, int head,
+                        int pos, int x)
+{
+    float v = logical_ctx_kv(seed, g->kv_heads, g->ctx, g->head_dim, request, which, head, pos, x);
+    return g->kv_quant ? v * kv_quant_amplitude(which, head) : v;
+}
+HD float kv_dec_logical(const kv_geometry_t *g, uint64_t seed, int stream, int which, int head,
+                        int pos, int x)
+{
+    float v = logical_dec_kv(seed, g->kv_heads, g->gen, g->head_dim, stream, which, head, pos, x);
+    return g->kv_quant ? v * kv_quant_amplitude(which, head) : v;
+}
+
 /* K/V (which) of stream `stream` at logical position pos, kv head `head`, element x:
  * the context of its request for pos < m_c, else what the stream itself decoded. */
 HD float kv_logical(const kv_geometry_t *g, uint64_t seed, int stream, int which, int head,
                     int pos, int x)
 {
-    if (pos < g->ctx)
-        return logical_ctx_kv(seed, g->kv_heads, g->ctx, g->head_dim, stream / g->beam, which,
-                              head, pos, x);
-    return logical_dec_kv(seed, g->kv_heads, g->gen, g->head_dim, stream, which, head,
-                          pos - g->ctx, x);
+    if (pos < g->ctx) return kv_ctx_logical(g, seed, stream / g->beam, which, head, pos, x);
+    return kv_dec_logical(g, seed, stream, which, head, pos - g->ctx, x);
+}
+
+/* What the cache holds for that element (kv_store): the logical value, or its code's. */
+HD float kv_stored(const kv_geometry_t *g, uint64_t seed, int stream, int which, int head,
+                   int pos, int x)
+{
+    return kv_store(g, kv_logical(g, seed, stream, which, head, pos, x), which, head);
 }
 
 /* Element e of the contiguous cache [B*W, 2, g, L, d]. */
@@ -42,7 +64,7 @@ HD float kv_contiguous_value(const kv_geometry_t *g, uint64_t seed, int64_t e)
     int pos = (int)(e % L); e /= L;
     int head = (int)(e % g->kv_heads); e /= g->kv_heads;
     int which = (int)(e % 2); e /= 2;
-    return kv_logical(g, seed, (int)e, which, head, pos, x);
+    return kv_stored(g, seed, (int)e, which, head, pos, x);
 }
 
 /* Element e of the paged pool [blocks, 2, g, S, d]. owner[b] is the stream whose
@@ -59,7 +81,7 @@ HD float kv_paged_value(const kv_geometry_t *g, uint64_t seed, const int32_t *ow
     int block = (int)e;
     int pos = first_pos[block] + slot;
     if (owner[block] < 0 || pos >= g->ctx + g->gen) return quiet_nan();
-    return kv_logical(g, seed, owner[block], which, head, pos, x);
+    return kv_stored(g, seed, owner[block], which, head, pos, x);
 }
 
 /* Element e of the bifurcated context [B, 2, g, m_c, d]. */
@@ -69,7 +91,7 @@ HD float kv_ctx_value(const kv_geometry_t *g, uint64_t seed, int64_t e)
     int pos = (int)(e % g->ctx); e /= g->ctx;
     int head = (int)(e % g->kv_heads); e /= g->kv_heads;
     int which = (int)(e % 2); e /= 2;
-    return logical_ctx_kv(seed, g->kv_heads, g->ctx, g->head_dim, (int)e, which, head, pos, x);
+    return kv_store(g, kv_ctx_logical(g, seed, (int)e, which, head, pos, x), which, head);
 }
 
 /* Element e of the bifurcated decoded part [B*W, 2, g, m_d, d]. */
@@ -79,7 +101,7 @@ HD float kv_dec_value(const kv_geometry_t *g, uint64_t seed, int64_t e)
     int pos = (int)(e % g->gen); e /= g->gen;
     int head = (int)(e % g->kv_heads); e /= g->kv_heads;
     int which = (int)(e % 2); e /= 2;
-    return logical_dec_kv(seed, g->kv_heads, g->gen, g->head_dim, (int)e, which, head, pos, x);
+    return kv_store(g, kv_dec_logical(g, seed, (int)e, which, head, pos, x), which, head);
 }
 
 #ifdef __cplusplus

@@ -24,6 +24,8 @@ typedef struct kv_geometry {
     int block_size;             /* S (paged) */
     int block_shift;            /* log2 S (paged) */
     int max_blocks_per_seq;     /* paged block table row length */
+    int kv_quant;               /* kv_quant_t: an 8-bit cache holds codes (kv_quant.h) */
+    int kv_scale_per_head;      /* its scales: one per kv head (1) or per tensor (0) */
 } kv_geometry_t;
 
 /* which: 0 = K, 1 = V. */

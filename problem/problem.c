@@ -8,7 +8,8 @@ problem_t problem_default(void)
 {
     problem_t p = {
         .batch = 1, .beam = 1, .heads = 32, .kv_heads = 32, .head_dim = 128,
-        .ctx = 8192, .gen = 128, .dtype = DTYPE_FP16, .cache = CACHE_CONTIGUOUS,
+        .ctx = 8192, .gen = 128, .dtype = DTYPE_FP16, .kv_quant = KV_QUANT_NONE,
+        .kv_scale = KV_SCALE_TENSOR, .cache = CACHE_CONTIGUOUS,
         .block_size = 64, .indirection = false, .multi_block = MULTI_BLOCK_AUTO, .splits = 0,
         .q_scaling = 1.0, .layers = 1, .model = NULL,
     };
@@ -22,16 +23,27 @@ attn_type_t problem_attn_type(const problem_t *p)
     return ATTN_GQA;
 }
 
-static const char *const dtype_names[] = {"fp16", "bf16", "fp32"};
+dtype_t problem_kv_dtype(const problem_t *p)
+{
+    switch (p->kv_quant) {
+    case KV_QUANT_FP8: return DTYPE_FP8;
+    case KV_QUANT_INT8: return DTYPE_INT8;
+    default: return p->dtype;
+    }
+}
+
+static const char *const dtype_names[] = {"fp16", "bf16", "fp32", "fp8", "int8"};
+static const char *const kv_scale_names[] = {"tensor", "head"};
 static const char *const cache_names[] = {"contiguous", "paged"};
 static const char *const multi_block_names[] = {"auto", "off", "on"};
 static const char *const attn_names[] = {"mha", "gqa", "mqa"};
 
-size_t dtype_size(dtype_t t) { return t == DTYPE_FP32 ? 4 : 2; }
+size_t dtype_size(dtype_t t) { return t == DTYPE_FP32 ? 4 : (t == DTYPE_FP8 || t == DTYPE_INT8 ? 1 : 2); }
 const char *dtype_name(dtype_t t) { return dtype_names[t]; }
 const char *cache_name(cache_kind_t c) { return cache_names[c]; }
 const char *multi_block_name(multi_block_t m) { return multi_block_names[m]; }
 const char *attn_type_name(attn_type_t a) { return attn_names[a]; }
+const char *kv_scale_name(kv_scale_t s) { return kv_scale_names[s]; }
 
 static int lookup(const char *s, const char *const *names, int n)
 {
@@ -45,6 +57,22 @@ int dtype_parse(const char *s, dtype_t *out)
     int i = lookup(s, dtype_names, 3);
     if (i < 0) return -1;
     *out = (dtype_t)i;
+    return 0;
+}
+
+int kv_dtype_parse(const char *s, dtype_t *out)
+{
+    int i = lookup(s, dtype_names, 5);
+    if (i < 0) return -1;
+    *out = (dtype_t)i;
+    return 0;
+}
+
+int kv_scale_parse(const char *s, kv_scale_t *out)
+{
+    int i = lookup(s, kv_scale_names, 2);
+    if (i < 0) return -1;
+    *out = (kv_scale_t)i;
     return 0;
 }
 
@@ -90,6 +118,10 @@ int problem_validate(const problem_t *p, char *msg, size_t msg_len)
         FAIL("--splits %d contradicts --multi-block off", p->splits);
     if (!(p->q_scaling > 0.0)) FAIL("--q-scaling must be positive (got %g)", p->q_scaling);
     if (p->layers <= 0) FAIL("--layers must be a positive integer (got %d)", p->layers);
+    if (p->kv_quant != KV_QUANT_NONE && p->kv_quant != KV_QUANT_FP8 && p->kv_quant != KV_QUANT_INT8)
+        FAIL("--kv-dtype: unknown storage (%d)", (int)p->kv_quant);
+    if (p->kv_scale != KV_SCALE_TENSOR && p->kv_scale != KV_SCALE_HEAD)
+        FAIL("--kv-scale: unknown granularity (%d)", (int)p->kv_scale);
     if ((int64_t)p->ctx + p->gen >= PROBLEM_KEYS_LIMIT)
         FAIL("--ctx %d + --gen %d must stay below 2^30 keys", p->ctx, p->gen);
     if ((int64_t)p->batch * p->beam > INT_MAX)
@@ -102,8 +134,11 @@ int problem_validate(const problem_t *p, char *msg, size_t msg_len)
 
 void problem_describe(const problem_t *p, char *buf, size_t len)
 {
-    int n = snprintf(buf, len, "B%d W%d h%d g%d d%d ctx%d gen%d %s %s", p->batch, p->beam,
-                     p->heads, p->kv_heads, p->head_dim, p->ctx, p->gen, dtype_name(p->dtype),
+    char kv[32] = "";
+    if (p->kv_quant != KV_QUANT_NONE)
+        snprintf(kv, sizeof kv, " kv-%s/%s", dtype_name(problem_kv_dtype(p)), kv_scale_name(p->kv_scale));
+    int n = snprintf(buf, len, "B%d W%d h%d g%d d%d ctx%d gen%d %s%s %s", p->batch, p->beam,
+                     p->heads, p->kv_heads, p->head_dim, p->ctx, p->gen, dtype_name(p->dtype), kv,
                      cache_name(p->cache));
     if (n < 0 || (size_t)n >= len) return;
     if (p->cache == CACHE_PAGED) n += snprintf(buf + n, len - n, " S%d", p->block_size);

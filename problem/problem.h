@@ -11,10 +11,16 @@
 extern "C" {
 #endif
 
-typedef enum { DTYPE_FP16, DTYPE_BF16, DTYPE_FP32 } dtype_t;
+/* FP8 (e4m3) and INT8 store an 8-bit KV cache only (--kv-dtype); --dtype, the queries'
+ * and the output's, is one of the first three. */
+typedef enum { DTYPE_FP16, DTYPE_BF16, DTYPE_FP32, DTYPE_FP8, DTYPE_INT8 } dtype_t;
 typedef enum { CACHE_CONTIGUOUS, CACHE_PAGED } cache_kind_t;
 typedef enum { MULTI_BLOCK_AUTO, MULTI_BLOCK_OFF, MULTI_BLOCK_ON } multi_block_t;
 typedef enum { ATTN_MHA, ATTN_GQA, ATTN_MQA } attn_type_t;
+/* What the KV cache holds: values in --dtype, or 8-bit codes (problem/kv_quant.h) that
+ * the kernel dequantises with one scale per tensor or per kv head, for K and for V. */
+typedef enum { KV_QUANT_NONE, KV_QUANT_FP8, KV_QUANT_INT8 } kv_quant_t;
+typedef enum { KV_SCALE_TENSOR, KV_SCALE_HEAD } kv_scale_t;
 
 /* ctx + gen stays below this many keys. */
 #define PROBLEM_KEYS_LIMIT (1 << 30)
@@ -30,7 +36,9 @@ typedef struct problem {
     int head_dim;         /* d */
     int ctx;              /* m_c: context length */
     int gen;              /* m_d: decoded tokens per stream, current one included */
-    dtype_t dtype;
+    dtype_t dtype;        /* queries and output */
+    kv_quant_t kv_quant;  /* the KV cache's storage: NONE = in dtype (--kv-dtype) */
+    kv_scale_t kv_scale;  /* an 8-bit cache's scale granularity (--kv-scale) */
     cache_kind_t cache;
     int block_size;       /* S, paged cache only */
     bool indirection;     /* beam search: decoded K/V read through cache_indirection */
@@ -52,14 +60,20 @@ static inline double problem_scale(const problem_t *p)
     return 1.0 / (p->q_scaling * sqrt((double)p->head_dim));
 }
 attn_type_t problem_attn_type(const problem_t *p);
+/* The dtype the KV cache is stored in: dtype, DTYPE_FP8 or DTYPE_INT8. */
+dtype_t problem_kv_dtype(const problem_t *p);
 
 size_t dtype_size(dtype_t t);
 const char *dtype_name(dtype_t t);
 const char *cache_name(cache_kind_t c);
 const char *multi_block_name(multi_block_t m);
 const char *attn_type_name(attn_type_t a);
-/* Name -> enum; return 0 on success, -1 for an unknown name. */
+const char *kv_scale_name(kv_scale_t s);
+/* Name -> enum; return 0 on success, -1 for an unknown name. dtype_parse takes the
+ * three query dtypes, kv_dtype_parse those and the two 8-bit ones. */
 int dtype_parse(const char *s, dtype_t *out);
+int kv_dtype_parse(const char *s, dtype_t *out);
+int kv_scale_parse(const char *s, kv_scale_t *out);
 int cache_parse(const char *s, cache_kind_t *out);
 int multi_block_parse(const char *s, multi_block_t *out);
 
@@ -67,7 +81,8 @@ int multi_block_parse(const char *s, multi_block_t *out);
  * naming the option and the rule it breaks into msg and returns -1. */
 int problem_validate(const problem_t *p, char *msg, size_t msg_len);
 
-/* A short readable name ("B1 W16 h32 g8 d128 ctx8192 gen128 fp16 contiguous"). */
+/* A short readable name ("B1 W16 h32 g8 d128 ctx8192 gen128 fp16 contiguous"; an 8-bit
+ * cache adds its storage and scales after the dtype: "fp16 kv-fp8/head"). */
 void problem_describe(const problem_t *p, char *buf, size_t len);
 
 #ifdef __cplusplus

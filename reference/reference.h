@@ -31,14 +31,17 @@ typedef struct ref_source {
     int ctx_request, ctx_head;
 } ref_source_t;
 
-/* Writes the logical context K then V of one request and kv head: 2 * ctx * d floats
- * (the logical values are exact in float). */
+/* Writes the context K then V of one request and kv head as the cache holds them
+ * (kv_fill.h kv_store: the logical values, or an 8-bit cache's codes' values): 2 * ctx * d
+ * floats, exact. */
 void reference_ctx_fill(const ref_source_t *src, int request, int kv_head, float *buf);
 
 /* Standard attention of one (stream, query head): double accumulation, softmax with
  * max subtraction, scale = problem_scale(p), kv head = head / (h/g). With no buffers
- * set, K/V come straight from the logical definition (kv_fill.h kv_logical) read through
- * kv_source_stream (indirection); with buffers, through kv_row_offset. out: d doubles.
+ * set, K/V come straight from the logical definition (kv_fill.h kv_stored) read through
+ * kv_source_stream (indirection); with buffers, through kv_row_offset. An 8-bit cache's
+ * rows (codes' values, from either) are dequantised as the kernels do: each value times
+ * its tensor's and kv head's scale (kv_quant.h), in double. out: d doubles.
  * A source that sets only some of the buffers its layout needs (or d above
  * REF_MAX_HEAD_DIM, or no memory for the logits) gives NaN in every element. */
 void reference_row(const ref_source_t *src, int stream, int head, double *out);

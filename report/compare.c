@@ -177,6 +177,10 @@ static void describe(const result_row_t *r, char *buf, size_t len)
                      r->heads, r->kv_heads, r->head_dim, r->ctx, r->gen, r->dtype, r->cache);
     if (n >= 0 && (size_t)n < len && strcmp(r->cache, "paged") == 0)
         n += snprintf(buf + n, len - (size_t)n, " S%d", r->block_size);
+    char kv[32];
+    csv_row_kv_dtype(r, kv, sizeof kv);
+    if (n >= 0 && (size_t)n < len && strcmp(kv, r->dtype) != 0)
+        n += snprintf(buf + n, len - (size_t)n, " kv-%s", kv);
     if (n >= 0 && (size_t)n < len && r->indirection)
         n += snprintf(buf + n, len - (size_t)n, " indirection");
     if (n >= 0 && (size_t)n < len && r->multi_block[0])

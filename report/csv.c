@@ -37,7 +37,7 @@ static const col_desc_t cols[] = {
     S(version),
     S(ran), S(model), I(layers), S(args), D(sm_mhz, "%.0f"),
     D(peak_gbps, "%.0f"), D(peak_tflops, "%.0f"), D(pct_spec_bw, "%.2f"),
-    D(workspace_bytes, "%.0f"), S(flags), I(device),
+    D(workspace_bytes, "%.0f"), S(flags), I(device), S(kv_dtype),
 };
 #undef S
 #undef I
@@ -224,6 +224,12 @@ static int args_has(const result_row_t *r, const char *opt, char *val, size_t le
     return 0;
 }
 
+void csv_row_kv_dtype(const result_row_t *r, char *buf, size_t len)
+{
+    if (r->kv_dtype[0]) snprintf(buf, len, "%s", r->kv_dtype);
+    else if (!args_has(r, "--kv-dtype", buf, len) || !buf[0]) snprintf(buf, len, "%s", r->dtype);
+}
+
 void csv_row_key(const result_row_t *r, char *buf, size_t len)
 {
     char splits[16];
@@ -236,12 +242,54 @@ void csv_row_key(const result_row_t *r, char *buf, size_t len)
     double q;
     if (args_has(r, "--q-scaling", qs, sizeof qs) && csv_parse_double(qs, &q) == 0 && isfinite(q))
         snprintf(qs, sizeof qs, "%.17g", q);
-    snprintf(buf, len, "%s|%s|%d|%d|%d|%d|%d|%d|%d|%s|%s|%d|%d|%s|%s|%s|%d|q%s|%s|%s",
+    /* an 8-bit cache: its storage and scales; a cache in the dtype: nothing */
+    char kv[64] = "", kv_dtype[32], kv_scale[32] = "tensor";
+    csv_row_kv_dtype(r, kv_dtype, sizeof kv_dtype);
+    if (strcmp(kv_dtype, r->dtype) != 0) {
+        if (!args_has(r, "--kv-scale", kv_scale, sizeof kv_scale) || !kv_scale[0])
+            snprintf(kv_scale, sizeof kv_scale, "tensor");
+        snprintf(kv, sizeof kv, "|kv=%s/%s", kv_dtype, kv_scale);
+    }
+    snprintf(buf, len, "%s|%s|%d|%d|%d|%d|%d|%d|%d|%s|%s|%d|%d|%s|%s|%s|%d|q%s|%s|%s%s",
              r->gpu, r->kernel, r->batch, r->beam, r->heads, r->kv_heads, r->head_dim,
              r->ctx, r->gen, r->dtype, r->cache, r->block_size, r->indirection,
              r->multi_block, splits, r->model, r->layers, qs,
              args_has(r, "--hot", NULL, 0) ? "hot" : "flushed",
-             args_has(r, "--graph", NULL, 0) ? "graph" : "launches");
+             args_has(r, "--graph", NULL, 0) ? "graph" : "launches", kv);
+}
+
+int csv_add_kv_dtype(csv_table_t *t, char *msg, size_t len)
+{
+    if (csv_column(t, "kv_dtype") >= 0)
+        return 0;
+    char *name = strdup("kv_dtype");
+    char **names = name != NULL ? realloc(t->names, (size_t)(t->ncols + 1) * sizeof *names) : NULL;
+    if (names == NULL) {
+        free(name);
+        snprintf(msg, len, "out of memory");
+        return -1;
+    }
+    t->names = names;
+    for (int row = 0; row < t->nrows; row++) {
+        result_row_t r;
+        char kv[32];
+        if (csv_row_parse(t, row, &r) != 0)
+            result_row_init(&r);
+        csv_row_kv_dtype(&r, kv, sizeof kv);
+        char **cells = realloc(t->cells[row], (size_t)(t->ncols + 1) * sizeof *cells);
+        if (cells != NULL)
+            t->cells[row] = cells;
+        if (cells == NULL || (cells[t->ncols] = strdup(kv)) == NULL) {
+            /* the table stays as it was: ncols columns, the new cells freed */
+            for (int k = 0; k < row; k++)
+                free(t->cells[k][t->ncols]);
+            free(name);
+            snprintf(msg, len, "out of memory");
+            return -1;
+        }
+    }
+    t->names[t->ncols++] = name;
+    return 0;
 }
 
 /* ---- reading ---- */
@@ -463,6 +511,14 @@ static int check_row(const csv_table_t *t, int row, char *what, size_t len)
         }
         w += n;
         if (*w == '\0') break;
+    }
+    /* kv_dtype, the last column: empty (its args tell the storage, csv_row_kv_dtype) or a
+     * known name, so that a row torn inside it reads as torn */
+    static const char *const kv_dtypes[] = { "", "fp16", "bf16", "fp32", "fp8", "int8" };
+    const char *kv = csv_cell(t, row, "kv_dtype");
+    if (kv != NULL && !in_set(kv, kv_dtypes, 6)) {
+        snprintf(what, len, "column kv_dtype: '%.40s' is not fp16, bf16, fp32, fp8 or int8", kv);
+        return -1;
     }
     /* an ok row measured a time: each of its times a finite positive number */
     static const char *const times[] = { "median_us", "p10_us", "p90_us", "min_us", "max_us" };

@@ -33,11 +33,12 @@ typedef struct result_row {
     char flags[24];    /* ';'-separated: noisy, throttled (timing_flags); empty when none */
     int device;        /* the CUDA device that ran the row, numbered as the command saw them
                           (its CUDA_VISIBLE_DEVICES): 0 on one GPU, the --devices entry else */
+    char kv_dtype[8];  /* the KV cache's storage: the dtype, or fp8 / int8 (--kv-dtype) */
 } result_row_t;
 
 /* Every SPEC §6 column must be present in a file that is read; the appended ones
  * (ran, model, layers, args, sm_mhz, peak_gbps, peak_tflops, pct_spec_bw,
- * workspace_bytes, flags, device) may be absent. */
+ * workspace_bytes, flags, device, kv_dtype) may be absent. */
 #define CSV_SPEC_COLUMNS 34
 extern const int csv_column_count;
 
@@ -95,8 +96,16 @@ int csv_append(csv_table_t *dst, const csv_table_t *src, char *msg, size_t len);
  * --hot, --graph; absent: 1, L2 flushed, plain launches): joins rows (compare) and
  * skips finished ones (sweep --resume). splits counts only when forced: when args is
  * empty or holds "--splits"; otherwise it is the planner's choice, a result rather
- * than configuration. */
+ * than configuration. An 8-bit cache adds its storage and its --kv-scale (absent:
+ * tensor); a cache in the dtype adds nothing, so keys of earlier rows stay theirs. */
 void csv_row_key(const result_row_t *r, char *buf, size_t len);
+/* The row's KV storage: its kv_dtype, else (a row of a file written before that column)
+ * the --kv-dtype of its args, else its dtype. */
+void csv_row_kv_dtype(const result_row_t *r, char *buf, size_t len);
+/* Gives a table read from a file written before the kv_dtype column that column, each
+ * row's csv_row_kv_dtype, so that tables pivot and filter on it in any file; a table
+ * that has it is left as it is. 0, or -1 (out of memory, with one line in msg). */
+int csv_add_kv_dtype(csv_table_t *t, char *msg, size_t len);
 /* How many of the columns, in order, the header of a results CSV (read from path) holds:
  * a file of an earlier version holds the first of them. Returns that count, or -1 with
  * one line in msg when its header is not such a prefix. */

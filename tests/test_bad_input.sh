@@ -78,6 +78,20 @@ bad sweep --suite no-such-suite --out "$csv"
 # a kernel that does not support the asked layout (cublas reads a contiguous cache)
 bad run --cache paged --kernel cublas
 
+# the 8-bit KV cache: names, a 16-bit cache outside the queries' dtype, one value for
+# run, and the kernels that do not read it
+bad run --kv-dtype fp4 --kernel fused
+bad run --kv-dtype fp8 --kv-scale row --kernel fused
+bad run --dtype bf16 --kv-dtype fp16 --kernel fused
+bad sweep --dtype fp16,fp32 --kv-dtype fp16,int8 --out "$csv"
+bad run --kv-dtype fp8,int8 --kernel fused
+bad run --kv-dtype int8 --kv-scale tensor,head --kernel fused
+bad run --dtype int8 --kernel fused
+bad run --kv-dtype fp8 --kernel cublas
+bad run --kv-dtype int8 --kernel cublas-bifurcated
+bad run --kv-dtype fp8 --kernel bifurcated
+bad verify --suite kvq8
+
 # numbers and lists
 bad run --beam 1:3 --kernel fused
 bad run --ctx 8q --kernel fused

@@ -47,6 +47,7 @@ static void ok_row(result_row_t *r, const char *kernel, int beam, double median)
     r->workspace_bytes = 1048576;
     snprintf(r->flags, sizeof r->flags, "noisy;throttled");
     r->device = 3;
+    snprintf(r->kv_dtype, sizeof r->kv_dtype, "fp16");
 }
 
 static void oom_row(result_row_t *r)
@@ -106,6 +107,7 @@ static void assert_rows_equal(const result_row_t *a, const result_row_t *b)
     assert_true(same_double(a->workspace_bytes, b->workspace_bytes));
     assert_string_equal(a->flags, b->flags);
     assert_int_equal(a->device, b->device);
+    assert_string_equal(a->kv_dtype, b->kv_dtype);
 }
 
 static char tmp_path[64];
@@ -152,6 +154,9 @@ static void header_lists_spec_columns_in_order(void **state)
         strcat(joined, i + 1 < csv_column_count ? "," : "\n");
     }
     assert_string_equal(line, joined);
+    /* the appended columns, kv_dtype last */
+    assert_non_null(strstr(line, ",version,ran,model,layers,args,sm_mhz,peak_gbps,peak_tflops,pct_spec_bw,"
+                                 "workspace_bytes,flags,kv_dtype\n"));
 }
 
 static void round_trip_keeps_every_field(void **state)
@@ -354,6 +359,83 @@ static void key_joins_exactly_the_same_configuration(void **state)
     }
 }
 
+/* A cache in the dtype keys as rows did before the kv_dtype column (empty, in a file of
+ * then, or equal to the dtype); an 8-bit one adds its storage and scale, read from the
+ * column or, in a file of then, from args. */
+static void key_tells_the_kv_storage(void **state)
+{
+    (void)state;
+    result_row_t a, b;
+    char ka[512], kb[512], kv[16];
+    ok_row(&a, "fused", 1, 100.0);
+    ok_row(&b, "fused", 1, 100.0);
+    b.kv_dtype[0] = '\0';
+    csv_row_key(&a, ka, sizeof ka);
+    csv_row_key(&b, kb, sizeof kb);
+    assert_string_equal(ka, kb);
+    assert_null(strstr(ka, "kv="));
+    csv_row_kv_dtype(&b, kv, sizeof kv);
+    assert_string_equal(kv, "fp16");
+
+    snprintf(b.kv_dtype, sizeof b.kv_dtype, "fp8");
+    snprintf(b.args, sizeof b.args, "--kernel fused --kv-dtype fp8 --kv-scale tensor --cache paged");
+    csv_row_key(&b, kb, sizeof kb);
+    assert_string_not_equal(ka, kb);
+    assert_non_null(strstr(kb, "|kv=fp8/tensor"));
+    /* the same row in a file without the column: args say it */
+    result_row_t c = b;
+    c.kv_dtype[0] = '\0';
+    char kc[512];
+    csv_row_key(&c, kc, sizeof kc);
+    assert_string_equal(kb, kc);
+    csv_row_kv_dtype(&c, kv, sizeof kv);
+    assert_string_equal(kv, "fp8");
+    /* scale and storage each count; an absent --kv-scale is tensor */
+    snprintf(c.kv_dtype, sizeof c.kv_dtype, "fp8");
+    snprintf(c.args, sizeof c.args, "--kernel fused --kv-dtype fp8 --kv-scale head");
+    csv_row_key(&c, kc, sizeof kc);
+    assert_string_not_equal(kb, kc);
+    snprintf(c.args, sizeof c.args, "--kernel fused --kv-dtype fp8");
+    csv_row_key(&c, kc, sizeof kc);
+    assert_string_equal(kb, kc);
+    snprintf(c.kv_dtype, sizeof c.kv_dtype, "int8");
+    csv_row_key(&c, kc, sizeof kc);
+    assert_string_not_equal(kb, kc);
+}
+
+/* table's view of a file written before the kv_dtype column: every row gets it, from its
+ * args or its dtype; a file that has it keeps its own. */
+static void older_files_get_a_kv_dtype_column(void **state)
+{
+    (void)state;
+    char msg[256];
+    csv_table_t t;
+    assert_int_equal(csv_read("tests/fixtures/compare_base.csv", &t, msg, sizeof msg), 0);
+    const int ncols = t.ncols;
+    assert_true(csv_column(&t, "kv_dtype") < 0);
+    assert_int_equal(csv_add_kv_dtype(&t, msg, sizeof msg), 0);
+    assert_int_equal(t.ncols, ncols + 1);
+    for (int r = 0; r < t.nrows; r++)
+        assert_string_equal(csv_cell(&t, r, "kv_dtype"), csv_cell(&t, r, "dtype"));
+    assert_int_equal(csv_add_kv_dtype(&t, msg, sizeof msg), 0);
+    assert_int_equal(t.ncols, ncols + 1);
+    csv_free(&t);
+
+    result_row_t r;
+    ok_row(&r, "fused", 1, 5.0);
+    snprintf(r.kv_dtype, sizeof r.kv_dtype, "int8");
+    FILE *f = tmp_open();
+    csv_write_header(f);
+    csv_write_row(f, &r);
+    fclose(f);
+    assert_int_equal(csv_read(tmp_path, &t, msg, sizeof msg), 0);
+    assert_int_equal(csv_add_kv_dtype(&t, msg, sizeof msg), 0);
+    assert_int_equal(t.ncols, csv_column_count);
+    assert_string_equal(csv_cell(&t, 0, "kv_dtype"), "int8");
+    csv_free(&t);
+    unlink(tmp_path);
+}
+
 static void append_needs_the_same_columns(void **state)
 {
     (void)state;
@@ -443,6 +525,8 @@ int main(void)
         cmocka_unit_test(spec_columns_alone_are_enough),
         cmocka_unit_test(malformed_files_are_rejected),
         cmocka_unit_test(key_joins_exactly_the_same_configuration),
+        cmocka_unit_test(key_tells_the_kv_storage),
+        cmocka_unit_test(older_files_get_a_kv_dtype_column),
         cmocka_unit_test(append_needs_the_same_columns),
         cmocka_unit_test(appending_keeps_an_earlier_versions_columns),
     };

@@ -77,12 +77,55 @@ static void test_tables_are_compulsory(void **state)
     assert_true(io_table_bytes(&p) == 0.0);
 }
 
+/* An 8-bit cache moves 1 B per K/V element, plus its scales (two floats, or two per kv
+ * head); queries and output stay at --dtype; auto reads it with fused. */
+static void test_8bit_cache_at_one_byte_an_element(void **state)
+{
+    (void)state;
+    const int B = 8, h = 32, g = 8, d = 128, ctx = 8192, gen = 128;
+    problem_t p = test_problem(B, 1, h, g, d, ctx, gen);
+    int splits;
+    attn_io_t wide = io_of("fused", &p, &splits);
+    const double elements = (double)B * (ctx + gen) * 2 * g * d;
+    assert_true(io_kv_bytes_stored(&p) == 2.0 * elements);
+    const dtype_t kinds[] = {DTYPE_FP8, DTYPE_INT8};
+    for (int k = 0; k < 2; ++k) {
+        p.kv_quant = kinds[k] == DTYPE_FP8 ? KV_QUANT_FP8 : KV_QUANT_INT8;
+        p.kv_scale = KV_SCALE_TENSOR;
+        assert_int_equal(problem_kv_dtype(&p), kinds[k]);
+        assert_int_equal(dtype_size(problem_kv_dtype(&p)), 1);
+        assert_true(io_kv_row_bytes(&p) == 2.0 * g * d);
+        assert_true(io_kv_bytes_stored(&p) == elements);
+        assert_true(io_scale_bytes(&p) == 2 * sizeof(float));
+        attn_io_t io = io_of("fused", &p, &splits);
+        assert_true(io.bytes == elements + io_qo_bytes(&p) + 2 * sizeof(float));
+        assert_true(io_qo_bytes(&p) == 2.0 * B * h * d * 2); /* fp16 q and out */
+        assert_true(io.unique_bytes == io.bytes);            /* W = 1: nothing shared */
+        assert_true(io.flops == wide.flops);
+        assert_true(wide.bytes - io.bytes == elements - 2 * sizeof(float)); /* half the cache, and scales */
+        p.kv_scale = KV_SCALE_HEAD;
+        assert_true(io_scale_bytes(&p) == 2.0 * g * sizeof(float));
+        assert_true(io_table_bytes(&p) == 2.0 * g * sizeof(float));
+        attn_io_t by_head = io_of("auto", &p, &splits);
+        assert_true(by_head.bytes == elements + io_qo_bytes(&p) + 2.0 * g * sizeof(float));
+    }
+    /* the kernels that cannot read it say so */
+    assert_non_null(attn_kernel_find("bifurcated")->unsupported(&p));
+    assert_non_null(attn_kernel_find("cublas")->unsupported(&p));
+    assert_non_null(attn_kernel_find("cublas-bifurcated")->unsupported(&p));
+    assert_null(attn_kernel_find("fused")->unsupported(&p));
+    assert_null(attn_kernel_find("auto")->unsupported(&p));
+    p.kv_quant = KV_QUANT_NONE;
+    assert_true(io_scale_bytes(&p) == 0.0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_fused_partials_are_workspace),
         cmocka_unit_test(test_bifurcated_bytes_are_unique),
         cmocka_unit_test(test_tables_are_compulsory),
+        cmocka_unit_test(test_8bit_cache_at_one_byte_an_element),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -185,6 +185,73 @@ static void test_sweep_lists(void **state)
                                      GRID_FIELD_BLOCK_SIZE | GRID_FIELD_MULTI_BLOCK);
 }
 
+/* --kv-dtype and --kv-scale: lists on the grid, one value for run; the scale axis only
+ * on 8-bit points; a 16-bit cache only in the queries' dtype; bad names refused. */
+static void test_kv_dtype_options(void **state)
+{
+    (void)state;
+    options_t o;
+    parse_ok(CMD_RUN, "run --kernel fused --kv-dtype fp8 --kv-scale head", &o);
+    assert_int_equal(o.grid.n_kv_dtype, 1);
+    assert_int_equal(o.grid.kv_dtype[0], DTYPE_FP8);
+    assert_int_equal(o.grid.kv_scale[0], KV_SCALE_HEAD);
+    assert_int_equal(o.grid_set, GRID_FIELD_KV_DTYPE | GRID_FIELD_KV_SCALE);
+    problem_t *pts;
+    int n;
+    char msg[256];
+    assert_int_equal(grid_expand(&o.grid, &pts, &n, msg, sizeof msg), 0);
+    assert_int_equal(n, 1);
+    assert_int_equal(pts[0].kv_quant, KV_QUANT_FP8);
+    assert_int_equal(pts[0].kv_scale, KV_SCALE_HEAD);
+    assert_int_equal(pts[0].dtype, DTYPE_FP16);
+    assert_int_equal(problem_kv_dtype(&pts[0]), DTYPE_FP8);
+    free(pts);
+
+    /* default: the cache in --dtype, whatever that is */
+    parse_ok(CMD_RUN, "run --kernel fused --dtype bf16", &o);
+    assert_int_equal(o.grid.n_kv_dtype, 0);
+    assert_int_equal(grid_expand(&o.grid, &pts, &n, msg, sizeof msg), 0);
+    assert_int_equal(pts[0].kv_quant, KV_QUANT_NONE);
+    assert_int_equal(problem_kv_dtype(&pts[0]), DTYPE_BF16);
+    free(pts);
+    parse_ok(CMD_RUN, "run --kernel fused --dtype bf16 --kv-dtype bf16", &o);
+    assert_int_equal(grid_expand(&o.grid, &pts, &n, msg, sizeof msg), 0);
+    assert_int_equal(pts[0].kv_quant, KV_QUANT_NONE);
+    free(pts);
+
+    /* a sweep: fp16 once, fp8 and int8 at both scales, outside the cache axis */
+    parse_ok(CMD_SWEEP, "sweep --kv-dtype fp16,fp8,int8 --kv-scale tensor,head --cache contiguous,paged --out s.csv", &o);
+    assert_int_equal(grid_count(&o.grid), (1 + 2 + 2) * 2);
+    assert_int_equal(grid_expand(&o.grid, &pts, &n, msg, sizeof msg), 0);
+    assert_int_equal(n, 10);
+    const struct { kv_quant_t q; kv_scale_t s; cache_kind_t c; } want[] = {
+        {KV_QUANT_NONE, KV_SCALE_TENSOR, CACHE_CONTIGUOUS}, {KV_QUANT_NONE, KV_SCALE_TENSOR, CACHE_PAGED},
+        {KV_QUANT_FP8, KV_SCALE_TENSOR, CACHE_CONTIGUOUS}, {KV_QUANT_FP8, KV_SCALE_TENSOR, CACHE_PAGED},
+        {KV_QUANT_FP8, KV_SCALE_HEAD, CACHE_CONTIGUOUS}, {KV_QUANT_FP8, KV_SCALE_HEAD, CACHE_PAGED},
+        {KV_QUANT_INT8, KV_SCALE_TENSOR, CACHE_CONTIGUOUS}, {KV_QUANT_INT8, KV_SCALE_TENSOR, CACHE_PAGED},
+        {KV_QUANT_INT8, KV_SCALE_HEAD, CACHE_CONTIGUOUS}, {KV_QUANT_INT8, KV_SCALE_HEAD, CACHE_PAGED},
+    };
+    for (int i = 0; i < n; ++i) {
+        assert_int_equal(pts[i].kv_quant, want[i].q);
+        assert_int_equal(pts[i].kv_scale, want[i].s);
+        assert_int_equal(pts[i].cache, want[i].c);
+    }
+    free(pts);
+    /* with two query dtypes, 8-bit caches go with both */
+    parse_ok(CMD_SWEEP, "sweep --dtype fp16,bf16 --kv-dtype int8 --out s.csv", &o);
+    assert_int_equal(grid_count(&o.grid), 2);
+
+    expect_bad(CMD_RUN, "run --kernel fused --kv-dtype fp4", "--kv-dtype: unknown value 'fp4'");
+    expect_bad(CMD_RUN, "run --kernel fused --kv-dtype fp8 --kv-scale row", "--kv-scale: unknown value 'row'");
+    expect_bad(CMD_RUN, "run --kernel fused --dtype bf16 --kv-dtype fp16", "--kv-dtype fp16 must be --dtype (bf16)");
+    expect_bad(CMD_SWEEP, "sweep --dtype fp16,bf16 --kv-dtype fp16,fp8 --out s.csv", "--kv-dtype fp16 must be --dtype (bf16)");
+    expect_bad(CMD_RUN, "run --kernel fused --kv-dtype fp8,int8", "--kv-dtype takes one value for run");
+    expect_bad(CMD_RUN, "run --kernel fused --kv-dtype fp8 --kv-scale tensor,head", "--kv-scale takes one value for run");
+    expect_bad(CMD_SWEEP, "sweep --kv-dtype fp8,fp8 --out s.csv", "--kv-dtype: 'fp8' is listed twice");
+    expect_bad(CMD_RUN, "run --kernel fused --dtype int8", "--dtype: unknown value 'int8'");
+    expect_bad(CMD_RUN, "run --kernel fused --kv-dtype", "--kv-dtype needs a value");
+}
+
 static void test_model_sets_and_explicit_wins(void **state)
 {
     (void)state;
@@ -429,6 +496,18 @@ static void test_suite_command_line_wins(void **state)
     assert_int_equal(e[0].n_kernels, 1);   /* the line's own kernels stay */
     assert_string_equal(e[0].kernels[0], "fused");
     free(e);
+
+    /* --kv-dtype and --kv-scale on the command line replace every line's */
+    snprintf(line, sizeof line, "sweep --suite %s --kv-dtype int8 --kv-scale head --out s.csv", path);
+    parse_ok(CMD_SWEEP, line, &o);
+    rc = suite_load(o.suite, &o, &e, &n, msg, sizeof msg);
+    if (rc) fail_msg("%s", msg);
+    for (int i = 0; i < 2; ++i) {
+        assert_int_equal(e[i].grid.n_kv_dtype, 1);
+        assert_int_equal(e[i].grid.kv_dtype[0], DTYPE_INT8);
+        assert_int_equal(e[i].grid.kv_scale[0], KV_SCALE_HEAD);
+    }
+    free(e);
     unlink(path);
 }
 
@@ -599,6 +678,7 @@ int main(void)
         cmocka_unit_test(test_short_forms_and_equals),
         cmocka_unit_test(test_defaults),
         cmocka_unit_test(test_sweep_lists),
+        cmocka_unit_test(test_kv_dtype_options),
         cmocka_unit_test(test_model_sets_and_explicit_wins),
         cmocka_unit_test(test_model_name_outlives_argv),
         cmocka_unit_test(test_help),

@@ -120,28 +120,33 @@ static void a_torn_last_row_is_cut_at_the_first_write_only(void **state)
     assert_memory_equal(after, text, n);                  /* the finished rows stay */
     assert_string_equal(after + n, "h100,fused,gqa,1,9,32,8,128,8192,128,fp16,contiguous,0,0,auto,0,ok,0,"
                                    "19.000,19.000,19.000,19.000,19.000,,,,,,,,skip,,,test,,,1,"
-                                   "--kernel fused --beam 9,,,,,,,0\n");
+                                   "--kernel fused --beam 9,,,,,,,0,\n");
 }
 
-/* A row cut inside its flags lacks the device column after them, and a flags text cut
- * short is no flags text either way: both read as torn. (A cut inside a device number
- * of two digits leaves a valid row of another device: device is neither a measurement
- * nor part of the row's key.) */
+/* A kill inside the last fields: a row cut inside its flags lacks the device and
+ * kv_dtype columns after them, and a flags text cut short is no flags text either way;
+ * inside kv_dtype, the last column, the row has every field, and only a known name (or
+ * none, its args telling the storage) makes it a finished one. (A cut inside a device
+ * number of two digits leaves a valid row of another device: device is neither a
+ * measurement nor part of the row's key.) */
 static void a_row_torn_inside_its_flags_is_cut(void **state)
 {
     (void)state;
     static char text[1 << 15];
     size_t n = results_text(text, sizeof text, three_ok, 3);
-    static const char *const tails[] = {"noisy;th", "nois", "noisy;", "noisy;throttled,3"};
-    for (int i = 0; i < 4; ++i) {
+    /* the last row ends with its empty flags, its device 0 and its empty kv_dtype:
+     * ",0,\n" cut, then a tail */
+    static const char *const tails[] = {"noisy;th", "nois", "noisy;", "noisy;throttled,3",
+                                        "noisy;throttled,0,in", "noisy;throttled,0,int8",
+                                        "noisy;throttled,0,", ",0,fp16"};
+    for (int i = 0; i < 8; ++i) {
         char edited[1 << 15];
-        /* the last row without its empty flags, its device 0 and the newline */
-        snprintf(edited, sizeof edited, "%.*s%s", (int)(n - 3), text, tails[i]);
+        snprintf(edited, sizeof edited, "%.*s%s", (int)(n - 4), text, tails[i]);
         spit(path, edited, strlen(edited));
         out_csv_t o;
         char msg[512];
         assert_int_equal(out_csv_check(&o, path, true, false, msg, sizeof msg), 0);
-        assert_int_equal(o.n_done, i < 3 ? 2 : 3);        /* only the whole flags stay */
+        assert_int_equal(o.n_done, i < 5 ? 2 : 3);        /* only whole last fields stay */
         assert_int_equal(out_csv_close(&o, msg, sizeof msg), 0);
     }
 }
