@@ -156,7 +156,7 @@ static void header_lists_spec_columns_in_order(void **state)
     assert_string_equal(line, joined);
     /* the appended columns, kv_dtype last */
     assert_non_null(strstr(line, ",version,ran,model,layers,args,sm_mhz,peak_gbps,peak_tflops,pct_spec_bw,"
-                                 "workspace_bytes,flags,kv_dtype\n"));
+                                 "workspace_bytes,flags,device,kv_dtype\n"));
 }
 
 static void round_trip_keeps_every_field(void **state)
@@ -472,7 +472,7 @@ static void appending_keeps_an_earlier_versions_columns(void **state)
     ok_row(&r, "bifurcated", 8, 42.0);
     /* tests/fixtures hold files written before the sm_mhz column */
     const char *old = "tests/fixtures/compare_base.csv";
-    assert_int_equal(csv_file_columns(old, msg, sizeof msg), csv_column_count - 7);
+    assert_int_equal(csv_file_columns(old, msg, sizeof msg), csv_column_count - 8);
 
     FILE *f = tmp_open();
     csv_write_header(f);
