@@ -204,7 +204,7 @@ static const char sweep_examples[] =
     "  attnbench sweep --suite paper7 --dry-run | tail -n 1\n";
 
 static const char verify_text[] =
-    "usage: attnbench verify [--suite quick|full|kvq|PATH] [--kernels K1,K2] [--seed N]\n"
+    "usage: attnbench verify [--suite quick|full|kvq|peers|PATH] [--kernels K1,K2] [--seed N]\n"
     "                        [--shard I/N] [--devices all|0,1,..] [--dry-run]\n"
     "\n"
     "Runs every kernel on every configuration of a verification suite with fresh\n"
@@ -219,7 +219,8 @@ static const char verify_text[] =
     "\n"
     "  -s, --suite S          quick (bench/suites/verify-quick.suite), full\n"
     "                         (verify-full.suite), kvq (verify-kvq.suite: the\n"
-    "                         8-bit caches) or a suite file's path        [quick]\n"
+    "                         8-bit caches), peers (verify-peers.suite: shapes\n"
+    "                         the peers run) or a suite file's path       [quick]\n"
     "  -k, --kernels K1,K2    kernels to check; `peers` names every peer [attnbench's own]\n"
     "                         of %s\n"
     "      --seed N           seed of the random inputs, 0 to 2^64-1;\n"
