@@ -22,7 +22,7 @@ enum opt_id {
     OPT_MIN_TIME, OPT_SEED, OPT_IN, OPT_ROWS, OPT_COLS, OPT_VALUE, OPT_AGG, OPT_WHERE,
     OPT_PAPER, OPT_FORMAT, OPT_THRESHOLD, OPT_CHANGES, OPT_HELP,
     OPT_NO_VERIFY, OPT_VERIFY_TIME, OPT_MAX_NOISE, OPT_MAX_TIME, OPT_DRY_RUN, OPT_SHARD,
-    OPT_DEVICES, OPT_KV_DTYPE, OPT_KV_SCALE,
+    OPT_DEVICES, OPT_KV_DTYPE, OPT_KV_SCALE, OPT_VS_PEERS,
 };
 
 /* Where an option may appear: one bit per command, and suite lines. */
@@ -90,6 +90,7 @@ static const opt_def_t opt_defs[] = {
     {"where", required_argument, OPT_WHERE, 0, IN(CMD_TABLE), 0},
     {"paper", required_argument, OPT_PAPER, 0, IN(CMD_TABLE), 0},
     {"format", required_argument, OPT_FORMAT, 0, IN(CMD_TABLE), 0},
+    {"vs-peers", no_argument, OPT_VS_PEERS, 0, IN(CMD_TABLE), 0},
     {"threshold", required_argument, OPT_THRESHOLD, 0, IN(CMD_COMPARE), 0},
     {"changes", no_argument, OPT_CHANGES, 0, IN(CMD_COMPARE), 0},
     {"help", no_argument, OPT_HELP, 'h', IN(CMD_LIST) | IN(CMD_PEAK) | IN(CMD_RUN) | IN(CMD_SWEEP) |
@@ -408,6 +409,17 @@ static int apply_table_option(const opt_def_t *d, const char *arg, options_t *o,
         if (table_where_parse(arg, &t->where[t->nwhere], msg, len)) return -1;
         t->nwhere++;
         return 0;
+    case OPT_VS_PEERS: {
+        /* the peers are the registry's kernels with a package: report/ does not see it */
+        static const char *peers[KERNELS_MAX];
+        int n = 0;
+        for (int r = 0; attn_kernels[r] && n < KERNELS_MAX; ++r)
+            if (attn_kernels[r]->peer) peers[n++] = attn_kernels[r]->name;
+        t->vs_peers = 1;
+        t->peers = peers;
+        t->npeers = n;
+        return 0;
+    }
     case OPT_THRESHOLD: return parse_nonnegative_double("--threshold", arg, &o->threshold, msg, len);
     case OPT_CHANGES: o->changes_only = true; return 0;
     default: FAIL("--%s is not handled", d->name);
@@ -628,6 +640,8 @@ int options_parse(int argc, char **argv, command_t cmd, options_t *o, char *msg,
         if (!o->n_inputs) FAIL("--in FILE.csv is required (see --help)");
         if (!o->table.paper && (!o->table.rows || !o->table.cols))
             FAIL("give --rows and --cols, or --paper 6|7");
+        if (o->table.paper && o->table.vs_peers)
+            FAIL("--vs-peers takes a pivot (--rows, --cols), not --paper");
         return 0;
     }
     if (cmd == CMD_RUN) {

@@ -238,7 +238,7 @@ static const char table_text[] =
     "usage: attnbench table --in FILE.csv [--in MORE.csv ...]\n"
     "                       [--rows COLS --cols COLS [--value COL] [--agg min|max|last]]\n"
     "                       [--paper 6|7] [--where COL=VAL[,VAL...] ...] [--layers N]\n"
-    "                       [--format md|csv]\n"
+    "                       [--vs-peers] [--format md|csv]\n"
     "\n"
     "Pivots a results CSV; needs no GPU. A file that is not a results CSV, or an ok\n"
     "row whose times are not finite positive numbers, is refused naming FILE:LINE.\n"
@@ -256,9 +256,19 @@ static const char table_text[] =
     "                   B = 1) and context length, one column per kernel\n"
     "  --layers N       layer count for ms per token instead of the CSV's layers\n"
     "                   column, 1 to 2^31-1\n"
+    "  --vs-peers       attnbench against the peers (flashinfer, xqa, ...): each cell\n"
+    "                   of attnbench's kernels is its value / the best (smallest) ok\n"
+    "                   value of the peers on the same configuration (every --rows\n"
+    "                   and --cols column but kernel; under 1: attnbench is faster,\n"
+    "                   '-': no peer); the peers' rows give a 'best peer' column\n"
+    "                   (its name) and 'peer VALUE' (its value) instead of their\n"
+    "                   own; kernel goes in --cols, not --rows\n"
     "  --format md|csv  Markdown (default) or CSV\n"
     "Cells: OOM where memory ran out, another status where the run failed, '-' where\n"
-    "no row exists (and, in --paper tables, beyond the first OOM).\n";
+    "no row exists (and, in --paper tables, beyond the first OOM).\n"
+    "Example, each kernel's ratio to the best peer per shape:\n"
+    "  attnbench table --in peers.csv --rows kv_heads,batch,beam,ctx --cols kernel\n"
+    "                  --vs-peers\n";
 
 static const char compare_text[] =
     "usage: attnbench compare BASE.csv NEW.csv [--threshold 0.05] [--changes]\n"

@@ -1,5 +1,5 @@
 # The paper's Figure 7: MHA vs GQA vs MQA, with and without bifurcation, against the
-# number of samples W of one context.
+# number of samples W of one context; peers' lines in dash patterns of their own.
 # -e: plotdir, out, datafile (attnbench table --rows beam --cols attn,kernel
 #     --value ms_per_token --format csv), ncols, dashes, colors, what
 load plotdir."/common.gp"

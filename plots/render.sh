@@ -3,8 +3,12 @@
 #   fig6_<attn>_h<h>_g<g>_d<d>_<dtype>_L<layers>.png  latency vs context per W (Figure 6)
 #   fig7_ctx<N>.png                         MHA vs GQA vs MQA vs W (paper Figure 7)
 #   bandwidth.png                           achieved fraction of peak bandwidth per kernel
+# Figures 6 and 7 draw the peers' rows (flashinfer, xqa, ...) as lines of their own
+# beside bifurcated and fused: a dash pattern per peer, the kernel's name in the legend.
 #   multiblock_gain.png                     speed-up of multi-block on/auto over off
-# usage: plots/render.sh IN_DIR OUT_DIR   (ATTNBENCH=path overrides build/attnbench)
+# usage: plots/render.sh IN_DIR OUT_DIR   (ATTNBENCH=path overrides build/attnbench;
+#        RENDER_KEEP=DIR keeps each figure's data and gnuplot variables there as
+#        <figure>.dat and <figure>.vars)
 # Exit status: 0 when every figure with data was written, 1 otherwise, 2 bad usage.
 set -u
 
@@ -57,10 +61,20 @@ fi
 failed=0
 written=0
 
-# gnuplot with the shared -e variables; checks the PNG is there and not empty.
+# The peer kernels, from `attnbench list` (a "peer:" line under each peer's name),
+# else the registry's at the time of writing.
+peers=$("$ab" list 2>/dev/null | awk '/^[^ ]/ { name = $1 } /^ +peer: / { printf "%s%s", (n++ ? "," : ""), name }')
+[ -n "$peers" ] || peers=flashinfer,xqa,flashinfer-cascade,cudnn
+
+# gnuplot with the shared -e variables; checks the PNG is there and not empty. $dat
+# is the figure's data file.
 draw() {   # draw SCRIPT PNG VARS
     script=$1 png=$2 vars=$3
     rm -f "$png"
+    if [ -n "${RENDER_KEEP:-}" ]; then
+        mkdir -p "$RENDER_KEEP" && cp "$dat" "$RENDER_KEEP/$(basename "$png" .png).dat" &&
+            printf '%s\n' "$vars" > "$RENDER_KEEP/$(basename "$png" .png).vars"
+    fi
     if gnuplot -e "plotdir='$plot_dir'; out='$png'; $vars" "$plot_dir/$script" 2>"$tmp/gp.err" &&
        [ -s "$png" ]; then
         echo "wrote $png"
@@ -76,13 +90,21 @@ draw() {   # draw SCRIPT PNG VARS
 has_data() { [ "$(wc -l < "$1")" -gt 1 ]; }
 ncols() { head -n 1 "$1" | awk -F, '{ print NF }'; }
 
-# Per data column of a pivot whose headers end in "kernel W" or "attn kernel":
-# dash 1 for bifurcated, 2 otherwise; colour by the other word.
+# Per data column of a pivot whose headers are "kernel W" or "attn kernel": dash 1
+# for bifurcated, 2 for fused, 3 on for each peer (in $peers' order); colour by the
+# word that is not the kernel.
 styles() {   # styles FILE -> sets dashes, colors
-    dashes=$(head -n 1 "$1" | awk -F, '{ for (i = 2; i <= NF; i++) printf "%s ", ($i ~ /bifurcated/ ? 1 : 2) }')
-    colors=$(head -n 1 "$1" | awk -F, '{
-        for (i = 2; i <= NF; i++) {
-            n = split($i, w, " "); key = (w[1] ~ /bifurcated|fused/) ? w[n] : w[1]
+    dashes=$(head -n 1 "$1" | awk -F, -v peers="$peers" '
+        BEGIN { np = split(peers, p, ","); for (j = 1; j <= np; j++) dash[p[j]] = 2 + j }
+        { for (i = 2; i <= NF; i++) {
+            n = split($i, w, " "); d = 2
+            for (j = 1; j <= n; j++) if (w[j] == "bifurcated") d = 1; else if (w[j] in dash) d = dash[w[j]]
+            printf "%s ", d } }')
+    colors=$(head -n 1 "$1" | awk -F, -v peers="$peers" '
+        BEGIN { np = split(peers, p, ","); for (j = 1; j <= np; j++) kern[p[j]] = 1
+                kern["bifurcated"] = 1; kern["fused"] = 1 }
+        { for (i = 2; i <= NF; i++) {
+            n = split($i, w, " "); key = (w[1] in kern) ? w[n] : w[1]
             if (!(key in c)) c[key] = ++k
             printf "%d ", c[key]
         } }')
@@ -95,7 +117,7 @@ styles() {   # styles FILE -> sets dashes, colors
 tail -n +2 "$tmp/shapes.csv" | cut -d, -f1 | while read -r h g d dt at L; do
     dat=$tmp/fig6_$h-$g-$d-$dt-$L.csv
     "$ab" table --in "$all" --rows ctx --cols kernel,beam --value ms_per_token \
-        --where batch=1 --where kernel=bifurcated,fused --where cache=contiguous \
+        --where batch=1 --where kernel=bifurcated,fused,"$peers" --where cache=contiguous \
         --where heads="$h" --where kv_heads="$g" --where head_dim="$d" --where dtype="$dt" \
         --where layers="$L" --format csv > "$dat" || continue
     has_data "$dat" || continue
@@ -131,7 +153,7 @@ if [ -n "$ctx" ]; then
     dat=$tmp/fig7.csv
     # shellcheck disable=SC2086
     if "$ab" table --in "$all" --rows beam --cols attn,kernel --value ms_per_token \
-           --where batch=1 --where kernel=bifurcated,fused --where cache=contiguous \
+           --where batch=1 --where kernel=bifurcated,fused,"$peers" --where cache=contiguous \
            --where ctx="$ctx" ${layers:+--where layers="$layers"} $models --format csv > "$dat" && has_data "$dat"; then
         styles "$dat"
         draw fig7_attention_types.gp "$out_dir/fig7_ctx$ctx.png" \

@@ -389,11 +389,149 @@ static void cell_add(cell_t *c, const csv_table_t *t, int row, const table_opts_
     }
 }
 
+
+/* ---- --vs-peers: attnbench's kernels against the best peer ---- */
+
+static int is_peer(const csv_table_t *t, int row, int kcol, const table_opts_t *o)
+{
+    if (kcol < 0)
+        return 0;
+    for (int i = 0; i < o->npeers; i++)
+        if (o->peers[i] && strcmp(t->cells[row][kcol], o->peers[i]) == 0)
+            return 1;
+    return 0;
+}
+
+/* The kernel column, and pa: the --cols axis without it (the peers' columns, one pair
+ * per key). Fails where kernel is a row axis: each row is one configuration. */
+static int peers_axis(const csv_table_t *t, const axis_t *ra, const axis_t *ca, axis_t *pa,
+                      int *kcol, char *msg, size_t len)
+{
+    memset(pa, 0, sizeof *pa);
+    *kcol = csv_column(t, "kernel");
+    if (*kcol < 0) {
+        snprintf(msg, len, "--vs-peers: the file has no kernel column");
+        return -1;
+    }
+    for (int i = 0; i < ra->n; i++)
+        if (ra->col[i] == *kcol) {
+            snprintf(msg, len, "--vs-peers: a row is one configuration of every kernel; "
+                     "give kernel in --cols, not --rows");
+            return -1;
+        }
+    for (int i = 0; i < ca->n; i++)
+        if (ca->col[i] != *kcol)
+            pa->col[pa->n++] = ca->col[i];
+    return 0;
+}
+
+/* The best peer of each (row key, peer column key): its row, -1 none. */
+typedef struct peer_best {
+    int npk;          /* peer column keys (1 where --cols is only kernel) */
+    int *keys;        /* a row holding each peer column key */
+    int *of;          /* the peer column key of each row */
+    int *row;         /* [nr * npk] the best ok peer row, -1 none */
+    double *val;      /* its value */
+} peer_best_t;
+
+static void peer_best_free(peer_best_t *b)
+{
+    free(b->keys);
+    free(b->of);
+    free(b->row);
+    free(b->val);
+    memset(b, 0, sizeof *b);
+}
+
+/* Fills b from rows[0..nrows) (all rows the filters keep; rof their row keys).
+ * Returns 0, -1 out of memory. */
+static int peer_best_fill(peer_best_t *b, const csv_table_t *t, const axis_t *pa, int kcol,
+                          const int *rows, int nrows, const int *rof, int nr,
+                          const table_opts_t *o, int vcol)
+{
+    size_t n = (size_t)t->nrows + 1;
+    memset(b, 0, sizeof *b);
+    b->keys = malloc(n * sizeof *b->keys);
+    b->of = calloc(n, sizeof *b->of);
+    if (!b->keys || !b->of)
+        return -1;
+    b->npk = pa->n ? axis_keys(t, pa, rows, nrows, b->keys, b->of) : 1;
+    if (b->npk < 0)
+        return -1;
+    if (b->npk == 0)
+        b->npk = 1;
+    size_t cells = (size_t)nr * (size_t)b->npk + 1;
+    b->row = malloc(cells * sizeof *b->row);
+    b->val = malloc(cells * sizeof *b->val);
+    if (!b->row || !b->val)
+        return -1;
+    for (size_t i = 0; i < cells; i++) {
+        b->row[i] = -1;
+        b->val[i] = NAN;
+    }
+    for (int i = 0; i < nrows; i++) {
+        int row = rows[i];
+        if (!is_peer(t, row, kcol, o) || strcmp(csv_cell(t, row, "status"), "ok") != 0)
+            continue;
+        double v;
+        char text[128];
+        row_value(t, row, o, vcol, &v, text, sizeof text);
+        size_t k = (size_t)rof[row] * (size_t)b->npk + (size_t)b->of[row];
+        if (isfinite(v) && (b->row[k] < 0 || v < b->val[k])) {
+            b->row[k] = row;
+            b->val[k] = v;
+        }
+    }
+    return 0;
+}
+
+/* The header of the peers' columns, from grid column c0 on. */
+static void peer_header(grid_t *g, int h, int c0, const csv_table_t *t, const axis_t *pa,
+                        const peer_best_t *b, const char *value)
+{
+    char label[256];
+    for (int k = 0; k < b->npk; k++) {
+        if (pa->n)
+            key_label(t, pa, b->keys[k], label, sizeof label);
+        else
+            label[0] = '\0';
+        grid_set(g, h, c0 + 2 * k, "best peer%s%s", label[0] ? " " : "", label);
+        grid_set(g, h, c0 + 2 * k + 1, "peer %s%s%s", value, label[0] ? " " : "", label);
+    }
+}
+
+/* Row r's peer columns from c0 on; returns whether a mark was shown. */
+static int peer_cells(grid_t *g, int gr, int r, int c0, const csv_table_t *t,
+                      const peer_best_t *b, const table_opts_t *o, int kcol, int vcol)
+{
+    int marked = 0;
+    for (int k = 0; k < b->npk; k++) {
+        int row = b->row[(size_t)r * (size_t)b->npk + (size_t)k];
+        if (row < 0) {
+            grid_set(g, gr, c0 + 2 * k, "-");
+            grid_set(g, gr, c0 + 2 * k + 1, "-");
+            continue;
+        }
+        double v;
+        char text[128];
+        row_value(t, row, o, vcol, &v, text, sizeof text);
+        const char *marks = flag_marks(t, row, o->format);
+        marked |= marks[0] != '\0';
+        grid_set(g, gr, c0 + 2 * k, "%s", t->cells[row][kcol]);
+        grid_set(g, gr, c0 + 2 * k + 1, "%s%s", text, marks);
+    }
+    return marked;
+}
+
 static int table_pivot(FILE *out, const csv_table_t *t, const table_opts_t *o, char *msg, size_t len)
 {
     axis_t ra, ca;
     if (axis_parse(t, o->rows, "--rows", &ra, msg, len) != 0 ||
         axis_parse(t, o->cols, "--cols", &ca, msg, len) != 0 || check_where(t, o, msg, len) != 0)
+        return -1;
+    axis_t pa;
+    int kcol = -1;
+    if (o->vs_peers && peers_axis(t, &ra, &ca, &pa, &kcol, msg, len) != 0)
         return -1;
     const char *value = o->value ? o->value : "median_us";
     int vcol = -1;
@@ -406,17 +544,25 @@ static int table_pivot(FILE *out, const csv_table_t *t, const table_opts_t *o, c
     size_t n = (size_t)t->nrows + 1;
     int *rows = malloc(n * sizeof *rows), *rkeys = malloc(n * sizeof *rkeys);
     int *ckeys = malloc(n * sizeof *ckeys), *rof = malloc(n * sizeof *rof);
-    int *cof = malloc(n * sizeof *cof);
+    int *cof = malloc(n * sizeof *cof), *ours = malloc(n * sizeof *ours);
     cell_t *cells = NULL;
     grid_t g = { 0 };
-    if (!rows || !rkeys || !ckeys || !rof || !cof)
+    peer_best_t pb = { 0 };
+    if (!rows || !rkeys || !ckeys || !rof || !cof || !ours)
         goto oom;
-    int marked = 0;
+    int marked = 0, nours = 0;
+    /* ours: the rows of the cells (with --vs-peers, the peers' rows leave them) */
     for (int row = 0; row < t->nrows; row++)
-        if (row_matches(t, row, o))
+        if (row_matches(t, row, o)) {
             rows[nrows++] = row;
+            if (!o->vs_peers || !is_peer(t, row, kcol, o))
+                ours[nours++] = row;
+        }
     if ((nr = axis_keys(t, &ra, rows, nrows, rkeys, rof)) < 0 ||
-        (nc = axis_keys(t, &ca, rows, nrows, ckeys, cof)) < 0)
+        (nc = axis_keys(t, &ca, ours, nours, ckeys, cof)) < 0)
+        goto oom;
+    if (o->vs_peers &&
+        peer_best_fill(&pb, t, &pa, kcol, rows, nrows, rof, nr, o, vcol) != 0)
         goto oom;
     if ((long long)nr * nc > 50000000LL) {
         snprintf(msg, len, "the table would have %d x %d cells; narrow it with --where", nr, nc);
@@ -427,10 +573,10 @@ static int table_pivot(FILE *out, const csv_table_t *t, const table_opts_t *o, c
         goto oom;
     for (long long i = 0; i < (long long)nr * nc; i++)
         cells[i] = (cell_t){ -1, NAN, -1, 0 };
-    for (int i = 0; i < nrows; i++)
-        cell_add(&cells[(size_t)rof[rows[i]] * nc + cof[rows[i]]], t, rows[i], o, vcol);
+    for (int i = 0; i < nours; i++)
+        cell_add(&cells[(size_t)rof[ours[i]] * nc + cof[ours[i]]], t, ours[i], o, vcol);
 
-    g.nc = nc + 1;
+    g.nc = nc + 1 + (o->vs_peers ? 2 * pb.npk : 0);
     int h = grid_add_row(&g);
     grid_set(&g, h, 0, o->format == TABLE_MD ? "%s \\ %s" : "%s", ra.label, ca.label);
     char label[256];
@@ -438,6 +584,8 @@ static int table_pivot(FILE *out, const csv_table_t *t, const table_opts_t *o, c
         key_label(t, &ca, ckeys[c], label, sizeof label);
         grid_set(&g, h, c + 1, "%s", label);
     }
+    if (o->vs_peers)
+        peer_header(&g, h, nc + 1, t, &pa, &pb, value);
     for (int r = 0; r < nr; r++) {
         int gr = grid_add_row(&g);
         key_label(t, &ra, rkeys[r], label, sizeof label);
@@ -449,7 +597,14 @@ static int table_pivot(FILE *out, const csv_table_t *t, const table_opts_t *o, c
                 char text[128];
                 row_value(t, cl->ok_row, o, vcol, &v, text, sizeof text);
                 const char *marks = flag_marks(t, cl->ok_row, o->format);
-                marked |= marks[0] != '\0';
+                if (o->vs_peers) {
+                    /* the configuration's best peer: the same row and peer column key */
+                    double best = pb.val[(size_t)r * (size_t)pb.npk + (size_t)pb.of[ckeys[c]]];
+                    text[0] = '\0';
+                    if (isfinite(v) && isfinite(best) && best > 0)
+                        snprintf(text, sizeof text, "%.3f", v / best);
+                }
+                marked |= text[0] && marks[0] != '\0';
                 grid_set(&g, gr, c + 1, "%s%s", text[0] ? text : "-", text[0] ? marks : "");
             } else if (cl->oom) {
                 grid_set(&g, gr, c + 1, "OOM");
@@ -459,10 +614,16 @@ static int table_pivot(FILE *out, const csv_table_t *t, const table_opts_t *o, c
                 grid_set(&g, gr, c + 1, "-");
             }
         }
+        if (o->vs_peers)
+            marked |= peer_cells(&g, gr, r, nc + 1, t, &pb, o, kcol, vcol);
     }
     if (g.failed)
         goto oom;
     grid_print(out, &g, o->format);
+    if (o->vs_peers && o->format == TABLE_MD)
+        fprintf(out, "\nattnbench's kernels: %s / the best peer's %s on the same configuration "
+                "(under 1: attnbench is faster); -: no ok row of the kernel or of any peer.\n",
+                value, value);
     if (marked)
         fprintf(out, flag_legend);
     rc = 0;
@@ -477,6 +638,8 @@ done:
     free(ckeys);
     free(rof);
     free(cof);
+    free(ours);
+    peer_best_free(&pb);
     return rc;
 }
 
@@ -752,6 +915,10 @@ static int table_paper(FILE *out, const csv_table_t *t, const table_opts_t *o, c
 
 int table_render(FILE *out, const csv_table_t *t, const table_opts_t *o, char *msg, size_t len)
 {
+    if (o->paper != 0 && o->vs_peers) {
+        snprintf(msg, len, "--vs-peers takes a pivot (--rows, --cols), not --paper");
+        return -1;
+    }
     if (o->paper != 0)
         return table_paper(out, t, o, msg, len);
     return table_pivot(out, t, o, msg, len);

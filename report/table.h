@@ -38,6 +38,15 @@ typedef struct table_opts {
     int layers;          /* > 0: overrides the layers column in ms_per_token */
     table_format_t format;
     table_agg_t agg;
+    /* --vs-peers (generic pivot only): each cell of attnbench's own kernels shows its
+     * value divided by the best (smallest) ok value of the peers on the same
+     * configuration (every --rows and --cols column but kernel), '-' where no peer has
+     * one; the peers' rows leave the cells and give a "best peer" and a "peer VALUE"
+     * column instead (one pair per --cols key but kernel). peers[0..npeers): the
+     * kernel names that are peers (bench/ takes them from the registry). */
+    int vs_peers;
+    const char *const *peers;
+    int npeers;
 } table_opts_t;
 
 /* Defaults: generic, value median_us, Markdown, min. */
@@ -46,7 +55,8 @@ void table_opts_init(table_opts_t *o);
 int table_where_parse(const char *s, table_where_t *w, char *msg, size_t len);
 
 /* Writes the table o asks for. Returns 0, or -1 with one line in msg (unknown
- * column, missing axis, bad --paper, rows of several GPUs in a paper table). */
+ * column, missing axis, bad --paper, rows of several GPUs in a paper table, kernel in
+ * --rows or --paper with --vs-peers). */
 int table_render(FILE *out, const csv_table_t *t, const table_opts_t *o, char *msg, size_t len);
 
 #ifdef __cplusplus

@@ -63,6 +63,30 @@ done
 n=$(find "$tmp/out" -name '*.png' 2>/dev/null | wc -l)
 check "8 figures, no more" [ "$n" -eq 8 ]
 
+# peers (tests/fixtures/peers_h100.csv, columns of today's files): lines of their own
+# in Figures 6 and 7, named by kernel, in a dash pattern each
+mkdir -p "$tmp/peers"
+cp "$root/tests/fixtures/peers_h100.csv" "$tmp/peers/" || exit 1
+RENDER_KEEP=$tmp/keep ATTNBENCH=$ab "$root/plots/render.sh" "$tmp/peers" "$tmp/out3" > "$tmp/log3" 2>&1
+rc=$?
+check "render.sh exits 0 on peers' rows" [ "$rc" -eq 0 ]
+[ "$rc" -eq 0 ] || cat "$tmp/log3"
+fig6=fig6_gqa_h32_g8_d128_fp16_L1
+check "$fig6.png written" is_png "$tmp/out3/$fig6.png"
+check "fig7_ctx2048.png written" is_png "$tmp/out3/fig7_ctx2048.png"
+has_line() {   # has_line FIGURE TITLE: a column of the figure's kept data is titled so
+    head -n 1 "$tmp/keep/$1.dat" 2>/dev/null | tr , '\n' | grep -qx "$2"
+}
+for line in "bifurcated W=1" "fused W=4" "flashinfer W=1" "xqa W=1" "cudnn W=4" "flashinfer-cascade W=4"; do
+    check "$fig6 has the line $line" has_line "$fig6" "$line"
+done
+# bifurcated, fused and the four peers: six dash patterns
+ndash=$(sed -n "s/.*dashes='\([^']*\)'.*/\1/p" "$tmp/keep/$fig6.vars" 2>/dev/null | tr ' ' '\n' | grep . | sort -u | wc -l)
+check "$fig6: a dash pattern per kernel ($ndash)" [ "$ndash" -eq 6 ]
+for line in "gqa flashinfer" "gqa xqa" "gqa bifurcated"; do
+    check "fig7 has the line $line" has_line fig7_ctx2048 "$line"
+done
+
 # usage errors
 ATTNBENCH=$ab "$root/plots/render.sh" "$tmp/in" > /dev/null 2>&1
 check "render.sh without OUT_DIR exits 2" [ $? -eq 2 ]

@@ -373,6 +373,134 @@ static void command_rejects_bad_input_with_exit_2(void **state)
     assert_int_equal(cmd_table(7, bad_format), 2);
 }
 
+/* --vs-peers on tests/fixtures/peers_h100.csv: GQA rows (B = 1, g = 8) of bifurcated and
+ * fused beside the peers, where flashinfer is planted faster on one configuration,
+ * slower on another, no peer has an ok row on a third, and fused ran out of memory on
+ * a fourth. */
+static const char *const fixture_peers[] = {"flashinfer", "xqa", "flashinfer-cascade", "cudnn"};
+
+static table_opts_t peers_opts(table_format_t format)
+{
+    table_opts_t o;
+    table_opts_init(&o);
+    o.rows = "kv_heads,batch,beam,ctx";
+    o.cols = "kernel";
+    o.format = format;
+    o.vs_peers = 1;
+    o.peers = fixture_peers;
+    o.npeers = 4;
+    return o;
+}
+
+static void vs_peers_divides_by_the_best_peer(void **state)
+{
+    (void)state;
+    csv_table_t t;
+    char msg[256], *out = NULL;
+    assert_int_equal(csv_read(FIXTURES "/peers_h100.csv", &t, msg, sizeof msg), 0);
+    table_opts_t o = peers_opts(TABLE_CSV);
+    assert_int_equal(render(&t, &o, &out, msg, sizeof msg), 0);
+    /* the peers leave the kernel columns for the best peer's name and time */
+    assert_true(strncmp(out, "kv_heads batch beam ctx,bifurcated,fused,best peer,peer median_us\n",
+                        66) == 0);
+    /* flashinfer (8 us) beats fused (10 us) and bifurcated (12 us): ratios over 1 */
+    assert_string_equal(t1(out, "8 1 1 2048", "fused"), "1.250");
+    assert_string_equal(t1(out, "8 1 1 2048", "bifurcated"), "1.500");
+    assert_string_equal(t1(out, "8 1 1 2048", "best peer"), "flashinfer");
+    assert_string_equal(t1(out, "8 1 1 2048", "peer median_us"), "8.000");
+    /* the best of the peers (xqa 36, flashinfer 40, cudnn 44): attnbench faster */
+    assert_string_equal(t1(out, "8 1 1 8192", "fused"), "0.833");
+    assert_string_equal(t1(out, "8 1 1 8192", "best peer"), "xqa");
+    /* no peer has an ok row (unsupported, error, oom): '-' however our kernels did */
+    assert_string_equal(t1(out, "8 1 4 2048", "fused"), "-");
+    assert_string_equal(t1(out, "8 1 4 2048", "bifurcated"), "-");
+    assert_string_equal(t1(out, "8 1 4 2048", "best peer"), "-");
+    assert_string_equal(t1(out, "8 1 4 2048", "peer median_us"), "-");
+    /* our failed row keeps its status; flashinfer-cascade is a peer too */
+    assert_string_equal(t1(out, "8 1 4 8192", "fused"), "OOM");
+    assert_string_equal(t1(out, "8 1 4 8192", "bifurcated"), "1.053");
+    assert_string_equal(t1(out, "8 1 4 8192", "best peer"), "flashinfer-cascade");
+    assert_null(strchr(out, '*'));
+    free(out);
+
+    /* Markdown: the peer's noisy mark on its time, the legend and the ratio's note */
+    o = peers_opts(TABLE_MD);
+    assert_int_equal(render(&t, &o, &out, msg, sizeof msg), 0);
+    assert_non_null(strstr(out, " 36.000* |"));
+    assert_non_null(strstr(out, "`*` noisy"));
+    assert_non_null(strstr(out, "the best peer's median_us"));
+    free(out);
+
+    /* another --cols key beside kernel: a best peer per key, and --where narrows */
+    o = peers_opts(TABLE_CSV);
+    o.rows = "beam";
+    o.cols = "kernel,ctx";
+    assert_int_equal(table_where_parse("kernel=fused,flashinfer", &o.where[o.nwhere++], msg,
+                                       sizeof msg), 0);
+    assert_int_equal(render(&t, &o, &out, msg, sizeof msg), 0);
+    assert_true(strncmp(out, "beam,fused 2048,fused 8192,best peer 2048,peer median_us 2048,"
+                             "best peer 8192,peer median_us 8192\n", 97) == 0);
+    assert_string_equal(t1(out, "1", "fused 2048"), "1.250");
+    assert_string_equal(t1(out, "1", "fused 8192"), "0.750");   /* 30 / flashinfer's 40 */
+    assert_string_equal(t1(out, "4", "best peer 8192"), "-");
+    free(out);
+
+    /* without the option the peers are columns like any kernel */
+    o = peers_opts(TABLE_CSV);
+    o.vs_peers = 0;
+    assert_int_equal(render(&t, &o, &out, msg, sizeof msg), 0);
+    assert_string_equal(t1(out, "8 1 1 2048", "flashinfer"), "8.000");
+    assert_string_equal(t1(out, "8 1 1 2048", "cudnn"), "unsupported");
+    free(out);
+
+    /* kernel as a row axis, or a paper table: refused in one line */
+    o = peers_opts(TABLE_CSV);
+    o.rows = "kernel";
+    o.cols = "ctx";
+    assert_int_equal(render(&t, &o, &out, msg, sizeof msg), -1);
+    free(out);
+    assert_non_null(strstr(msg, "--cols"));
+    assert_null(strchr(msg, '\n'));
+    o = peers_opts(TABLE_CSV);
+    o.paper = 6;
+    assert_int_equal(render(&t, &o, &out, msg, sizeof msg), -1);
+    free(out);
+    assert_non_null(strstr(msg, "--paper"));
+    csv_free(&t);
+}
+
+/* The command takes the peers' names from the registry. */
+static void command_vs_peers_uses_the_registrys_peers(void **state)
+{
+    (void)state;
+    char path[] = "/tmp/attnbench_vspeers_XXXXXX";
+    int fd = mkstemp(path);
+    assert_true(fd >= 0);
+    char *ok[] = { "table", "--in", FIXTURES "/peers_h100.csv", "--rows", "kv_heads,batch,beam,ctx",
+                   "--cols", "kernel", "--vs-peers", "--format", "csv", NULL };
+    char *paper6[] = { "table", "--in", FIXTURES "/peers_h100.csv", "--paper", "6", "--vs-peers", NULL };
+    fflush(stdout);
+    int saved = dup(STDOUT_FILENO);
+    assert_true(saved >= 0);
+    assert_true(dup2(fd, STDOUT_FILENO) >= 0);
+    int rc = cmd_table(10, ok);
+    fflush(stdout);
+    dup2(saved, STDOUT_FILENO);
+    close(saved);
+    close(fd);
+    assert_int_equal(rc, 0);
+    FILE *f = fopen(path, "r");
+    assert_non_null(f);
+    char buf[4096];
+    size_t n = fread(buf, 1, sizeof buf - 1, f);
+    buf[n] = '\0';
+    fclose(f);
+    unlink(path);
+    assert_string_equal(t1(buf, "8 1 1 2048", "fused"), "1.250");
+    assert_string_equal(t1(buf, "8 1 4 8192", "best peer"), "flashinfer-cascade");
+    assert_int_equal(cmd_table(6, paper6), 2);
+}
+
 /* A row's flags column shows as marks in Markdown, with their legend, and not at all
  * in CSV output or for files without the column. */
 static void flags_mark_markdown_cells(void **state)
@@ -443,6 +571,8 @@ int main(void)
         cmocka_unit_test(paper_frame_without_data),
         cmocka_unit_test(command_rejects_bad_input_with_exit_2),
         cmocka_unit_test(flags_mark_markdown_cells),
+        cmocka_unit_test(vs_peers_divides_by_the_best_peer),
+        cmocka_unit_test(command_vs_peers_uses_the_registrys_peers),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
