@@ -17,6 +17,7 @@
 #include "../harness/device.h"
 #include "../harness/runner.h"
 #include "../harness/schedule.h"
+#include "../harness/tp.h"
 
 /* One (configuration, kernel) to run. */
 typedef struct job {
@@ -41,7 +42,21 @@ typedef struct run_ctx {
     int n_devices;
     char gpu[32];         /* the gpu of the rows: names the row of a job whose worker died */
     bool header;          /* the table's header is printed */
+    int tp;               /* --tp: the GPUs each job is split over (pool_run_tp); 1: none */
+    result_row_t shares[TP_MAX];   /* --tp: the rows of the job in hand, one per GPU */
+    int got, skipped;     /* --tp: its shares reported (or died in), and said skipped */
 } run_ctx_t;
+
+/* --tp, in a worker: the barrier before a share's timing loop (pool_barrier). */
+typedef struct tp_barrier {
+    int in, out, job;
+} tp_barrier_t;
+
+static void tp_wait(void *vctx)
+{
+    const tp_barrier_t *b = vctx;
+    pool_barrier(b->in, b->out, b->job);
+}
 
 /* The GPU side, in a worker process (pool.h): a sticky CUDA error (an illegal address
  * in one kernel) poisons the whole process, so the jobs run where the parent can
@@ -77,6 +92,11 @@ static int gpu_worker(void *vctx, int slot, int starts, int in, int out)
     fflush(stdout);
     pool_report_t rep = {.job = POOL_READY};
     if (pool_send(out, &rep) != 0) return 1;
+    tp_barrier_t barrier = {.in = in, .out = out};
+    if (c->tp > 1) {
+        runner.before_timing = tp_wait;
+        runner.before_timing_ctx = &barrier;
+    }
     for (int i; (i = pool_next_job(in)) >= 0;) {
         memset(&rep, 0, sizeof rep);
         rep.job = i;
@@ -89,7 +109,10 @@ static int gpu_worker(void *vctx, int slot, int starts, int in, int out)
             csv_row_key(&rep.row, key, sizeof key);
             rep.skipped = out_csv_done(c->csv, key);
         }
-        if (!rep.skipped) runner_row(&runner, &c->jobs[i].problem, c->jobs[i].kernel, &rep.row);
+        /* --tp: this worker's share of the step, timed with the others' (tp_wait) */
+        problem_t share = tp_share(&c->jobs[i].problem);
+        barrier.job = i;
+        if (!rep.skipped) runner_row(&runner, &share, c->jobs[i].kernel, &rep.row);
         rep.last = runner.broken;
         fflush(stdout);
         if (pool_send(out, &rep) != 0) return 1;
@@ -121,9 +144,34 @@ static int record(run_ctx_t *c, result_row_t *row)
     return 0;
 }
 
+/* --tp: one share of job j is in (or lost); with the last, the step's row. */
+static int tp_share_done(run_ctx_t *c, int slot, int j, const result_row_t *row, int skipped)
+{
+    c->shares[slot] = *row;
+    c->skipped += skipped;
+    if (++c->got < c->tp) return 0;
+    c->got = 0;
+    if (c->skipped) {
+        c->skipped = 0;
+        c->t.skipped++;
+        return 0;
+    }
+    const options_t *o = c->o;
+    timing_opts_t timing = {.hot = o->hot, .graph = o->graph};
+    result_row_t step;
+    runner_describe_unplanned(c->gpu, &timing, &c->jobs[j].problem, c->jobs[j].kernel, &step);
+    tp_combine(c->shares, c->tp, &step);
+    step.device = c->devices ? c->devices[0] : 0;
+    return record(c, &step);
+}
+
 static int on_report(void *vctx, int slot, pool_report_t *rep)
 {
     run_ctx_t *c = vctx;
+    if (c->tp > 1) {
+        if (rep->row.gpu[0]) snprintf(c->gpu, sizeof c->gpu, "%s", rep->row.gpu);
+        return tp_share_done(c, slot, rep->job, &rep->row, rep->skipped);
+    }
     snprintf(c->gpu, sizeof c->gpu, "%s", rep->row.gpu);
     if (rep->skipped) {
         c->t.skipped++;
@@ -142,12 +190,14 @@ static int on_death(void *vctx, int slot, int j, int status)
      * description (the key holds the planned split count only where --splits forced it) */
     timing_opts_t timing = {.hot = o->hot, .graph = o->graph};
     result_row_t row;
-    runner_describe_unplanned(c->gpu, &timing, &c->jobs[j].problem, c->jobs[j].kernel, &row);
+    problem_t share = tp_share(&c->jobs[j].problem);
+    runner_describe_unplanned(c->gpu, &timing, &share, c->jobs[j].kernel, &row);
     snprintf(row.status, sizeof row.status, "%s", "error");
     row.device = c->devices ? c->devices[slot] : 0;
     cmd_error(NULL, "%s: the process running it died (%s %d)", row.args,
               WIFSIGNALED(status) ? "signal" : "exit status",
               WIFSIGNALED(status) ? WTERMSIG(status) : WEXITSTATUS(status));
+    if (c->tp > 1) return tp_share_done(c, slot, j, &row, 0);
     return record(c, &row);
 }
 
@@ -193,7 +243,15 @@ static int run_jobs(run_ctx_t *c, options_t *o, int n)
     }
     for (int i = 0; i < n; ++i) order[i] = i;
     int slots = 1;
-    if (o->n_devices || o->all_devices) {
+    c->tp = n > 0 ? c->jobs[0].problem.tp : 1;
+    for (int i = 1; i < n; ++i)
+        if (c->jobs[i].problem.tp != c->tp) {
+            cmd_error(command_name(c->cmd), "--tp: the rows of one run must all have one --tp "
+                      "(%d and %d here): run them as two sweeps", c->tp, c->jobs[i].problem.tp);
+            free(order);
+            return 2;
+        }
+    if (c->tp > 1 || o->n_devices || o->all_devices) {
         static char keys[DEVICES_MAX][32];
         int visible = probe_devices(keys, DEVICES_MAX);
         char msg[512];
@@ -202,12 +260,21 @@ static int run_jobs(run_ctx_t *c, options_t *o, int n)
             free(order);
             return 1;
         }
-        if (pool_devices_check((const char (*)[32])keys, visible, o->all_devices, o->devices,
+        /* --tp without --devices: the first tp GPUs */
+        bool all = o->all_devices || (!o->n_devices && c->tp > 1);
+        if (pool_devices_check((const char (*)[32])keys, visible, all, o->devices,
                                &o->n_devices, msg, sizeof msg) != 0) {
             cmd_error(command_name(c->cmd), "%s", msg);
             free(order);
             return 2;
         }
+        if (o->n_devices < c->tp) {
+            cmd_error(command_name(c->cmd), "--tp %d needs %d GPUs; %s %d", c->tp, c->tp,
+                      all ? "this machine shows" : "--devices gives", o->n_devices);
+            free(order);
+            return 2;
+        }
+        if (c->tp > 1) o->n_devices = c->tp;   /* a step runs on the first tp; the others idle */
         snprintf(c->gpu, sizeof c->gpu, "%s", keys[o->devices[0]]);
         c->devices = o->devices;
         c->n_devices = slots = o->n_devices;
@@ -217,7 +284,7 @@ static int run_jobs(run_ctx_t *c, options_t *o, int n)
         free(cost);
     }
     pool_ops_t ops = {.worker = gpu_worker, .record = on_report, .died = on_death};
-    int rc = pool_run(&ops, c, slots, order, n);
+    int rc = c->tp > 1 ? pool_run_tp(&ops, c, c->tp, order, n) : pool_run(&ops, c, slots, order, n);
     free(order);
     return rc;
 }
@@ -300,7 +367,8 @@ static int dry_run(command_t cmd, const options_t *o, const job_t *jobs, int n, 
                 continue;
             }
         }
-        const char *why = jobs[i].kernel->unsupported(&jobs[i].problem);
+        problem_t share = tp_share(&jobs[i].problem);   /* --tp: what each GPU runs */
+        const char *why = jobs[i].kernel->unsupported(&share);
         listed++;
         unsupported += why != NULL;
         if (why) printf("%s\t# unsupported: %s\n", row.args, why);
@@ -380,7 +448,8 @@ static int run_command(int argc, char **argv, command_t cmd)
     if (rc) return rc;
     if (cmd == CMD_RUN && n_jobs == 1) {
         /* a lone configuration the kernel cannot run is bad input, not a row */
-        const char *why = jobs[0].kernel->unsupported(&jobs[0].problem);
+        problem_t share = tp_share(&jobs[0].problem);
+        const char *why = jobs[0].kernel->unsupported(&share);
         if (why) {
             cmd_error("run", "--kernel %s: %s", jobs[0].kernel->name, why);
             free(jobs);

@@ -9,6 +9,7 @@
 #include <string.h>
 #include "../problem/presets.h"
 #include "../harness/timing.h"
+#include "../harness/tp.h"
 #include "usage.h"
 #include "../kernels/registry.h"
 
@@ -17,7 +18,7 @@
 enum opt_id {
     OPT_BATCH = 256, OPT_BEAM, OPT_HEADS, OPT_KV_HEADS, OPT_HEAD_DIM, OPT_CTX, OPT_GEN,
     OPT_DTYPE, OPT_CACHE, OPT_BLOCK_SIZE, OPT_INDIRECTION, OPT_MULTI_BLOCK, OPT_SPLITS,
-    OPT_Q_SCALING, OPT_MODEL, OPT_LAYERS, OPT_KERNEL, OPT_KERNELS, OPT_OUT, OPT_SUITE,
+    OPT_Q_SCALING, OPT_MODEL, OPT_LAYERS, OPT_TP, OPT_KERNEL, OPT_KERNELS, OPT_OUT, OPT_SUITE,
     OPT_RESUME, OPT_FORCE, OPT_VERIFY, OPT_PROFILE, OPT_HOT, OPT_GRAPH, OPT_ITERS, OPT_WARMUP,
     OPT_MIN_TIME, OPT_SEED, OPT_IN, OPT_ROWS, OPT_COLS, OPT_VALUE, OPT_AGG, OPT_WHERE,
     OPT_PAPER, OPT_FORMAT, OPT_THRESHOLD, OPT_CHANGES, OPT_HELP,
@@ -60,6 +61,8 @@ static const opt_def_t opt_defs[] = {
     {"model", required_argument, OPT_MODEL, 'm', PROBLEM, GRID_FIELD_MODEL},
     /* table: the layer count of ms_per_token; elsewhere the memory check's */
     {"layers", required_argument, OPT_LAYERS, 0, PROBLEM | IN(CMD_TABLE), GRID_FIELD_LAYERS},
+    /* tensor parallelism: the heads split over N GPUs (docs/SHARDING.md) */
+    {"tp", required_argument, OPT_TP, 0, PROBLEM, GRID_FIELD_TP},
     /* -k is --kernel for run and --kernels elsewhere (see short_to_id) */
     {"kernel", required_argument, OPT_KERNEL, 0, IN(CMD_RUN), 0},
     {"kernels", required_argument, OPT_KERNELS, 0, IN(CMD_SWEEP) | IN(CMD_VERIFY) | IN_SUITE, 0},
@@ -380,7 +383,7 @@ static int apply_table_option(const opt_def_t *d, const char *arg, options_t *o,
 {
     static const char *const aggs[] = {"min", "max", "last"};
     static const char *const formats[] = {"md", "csv"};
-    static const char *const papers[] = {"6", "7"};
+    static const char *const papers[] = {"6", "7", "8"};
     table_opts_t *t = &o->table;
     int i;
     switch (d->id) {
@@ -401,7 +404,7 @@ static int apply_table_option(const opt_def_t *d, const char *arg, options_t *o,
         t->format = i ? TABLE_CSV : TABLE_MD;
         return 0;
     case OPT_PAPER:
-        if (parse_choice("--paper", arg, papers, 2, &i, msg, len)) return -1;
+        if (parse_choice("--paper", arg, papers, 3, &i, msg, len)) return -1;
         t->paper = 6 + i;
         return 0;
     case OPT_WHERE:
@@ -478,6 +481,7 @@ static int apply_option(const opt_def_t *d, const char *arg, command_t mode, opt
     case OPT_LAYERS:
         return parse_int(opt, arg, 1, INT_MAX, mode == CMD_TABLE ? &o->table.layers : &g->layers,
                          msg, len);
+    case OPT_TP: return parse_int(opt, arg, 1, TP_MAX, &g->tp, msg, len);
     case OPT_KERNEL:
         if (!attn_kernel_find(arg)) FAIL("--kernel: unknown kernel '%s' (attnbench list shows them)", arg);
         o->kernels[0] = attn_kernel_find(arg)->name;
@@ -639,7 +643,7 @@ int options_parse(int argc, char **argv, command_t cmd, options_t *o, char *msg,
     if (cmd == CMD_TABLE) {
         if (!o->n_inputs) FAIL("--in FILE.csv is required (see --help)");
         if (!o->table.paper && (!o->table.rows || !o->table.cols))
-            FAIL("give --rows and --cols, or --paper 6|7");
+            FAIL("give --rows and --cols, or --paper 6|7|8");
         if (o->table.paper && o->table.vs_peers)
             FAIL("--vs-peers takes a pivot (--rows, --cols), not --paper");
         return 0;
@@ -657,6 +661,8 @@ int options_parse(int argc, char **argv, command_t cmd, options_t *o, char *msg,
      * line is validated whole when the suite is loaded. */
     if ((cmd == CMD_RUN || cmd == CMD_SWEEP) && !o->suite && grid_validate(&o->grid, msg, len))
         return -1;
+    if (o->n_devices && o->n_devices < o->grid.tp)
+        FAIL("--tp %d needs %d GPUs; --devices gives %d", o->grid.tp, o->grid.tp, o->n_devices);
     return 0;
 }
 

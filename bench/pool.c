@@ -25,6 +25,7 @@ typedef struct slot {
     bool ready;        /* it said POOL_READY */
     bool last;         /* it said it can run nothing more */
     bool progress;     /* it reported a job (or died in one) since it started */
+    bool waiting;      /* pool_run_tp: at the barrier of its job */
 } slot_t;
 
 typedef struct pool {
@@ -34,6 +35,7 @@ typedef struct pool {
     int nslots;
     const int *order;
     int n, next;       /* jobs handed out so far */
+    bool tp;           /* pool_run_tp: every job to every slot at once */
 } pool_t;
 
 static int write_full(int fd, const void *buf, size_t n)
@@ -68,6 +70,16 @@ int pool_next_job(int in)
 }
 
 int pool_send(int out, const pool_report_t *rep) { return write_full(out, rep, sizeof *rep); }
+
+int pool_barrier(int in, int out, int job)
+{
+    pool_report_t rep;
+    memset(&rep, 0, sizeof rep);
+    rep.job = job;
+    rep.barrier = 1;
+    if (pool_send(out, &rep) != 0) return -1;
+    return pool_next_job(in) >= 0 ? 0 : -1;   /* the release */
+}
 
 static void close_fd(int *fd)
 {
@@ -132,6 +144,53 @@ static void dispatch(pool_t *p, int i)
     close_fd(&s->to);
 }
 
+/* pool_run_tp: the next job to every slot once all are set up and idle; the end of
+ * their jobs once none is left. */
+static void dispatch_tp(pool_t *p)
+{
+    for (int i = 0; i < p->nslots; ++i) {
+        slot_t *s = &p->s[i];
+        if (s->job >= 0) return;   /* the job in hand is not done */
+        if (s->last || p->next >= p->n) close_fd(&s->to);
+    }
+    if (p->next >= p->n) return;
+    for (int i = 0; i < p->nslots; ++i)
+        if (p->s[i].pid <= 0 || !p->s[i].ready || p->s[i].to < 0) return;   /* starting again */
+    int job = p->order[p->next++];
+    for (int i = 0; i < p->nslots; ++i) {
+        slot_t *s = &p->s[i];
+        if (write_full(s->to, &job, sizeof job) == 0) s->job = job;
+        else close_fd(&s->to);   /* gone: its end of file says how */
+    }
+}
+
+/* pool_run_tp: releases the barrier once every slot still holding the job waits at it. */
+static void release_tp(pool_t *p)
+{
+    int waiting = 0;
+    for (int i = 0; i < p->nslots; ++i) {
+        if (p->s[i].job >= 0 && !p->s[i].waiting) return;
+        waiting += p->s[i].waiting;
+    }
+    if (!waiting) return;
+    int go = 0;
+    for (int i = 0; i < p->nslots; ++i)
+        if (p->s[i].waiting) {
+            p->s[i].waiting = false;
+            if (p->s[i].to >= 0) write_full(p->s[i].to, &go, sizeof go);
+        }
+}
+
+static void next_jobs(pool_t *p, int i)
+{
+    if (!p->tp) {
+        dispatch(p, i);
+        return;
+    }
+    release_tp(p);
+    dispatch_tp(p);
+}
+
 /* Slot i's worker closed its reports: collect it, account for the job it held, start
  * it again while jobs remain. 0, or -1 to stop. */
 static int reap(pool_t *p, int i)
@@ -150,11 +209,16 @@ static int reap(pool_t *p, int i)
             cmd_error(NULL, "a GPU process died while setting up (signal %d)", WTERMSIG(status));
         return -1;
     }
+    s->waiting = false;
     if (job >= 0) {
         s->progress = true;
         if (p->ops->died(p->ctx, i, job, status) != 0) return -1;
     }
-    if (p->next >= p->n) return 0;
+    if (p->tp) release_tp(p);   /* the others need not wait for it */
+    if (p->next >= p->n) {
+        if (p->tp) dispatch_tp(p);   /* the others' end of jobs, where they wait for it */
+        return 0;
+    }
     if (!s->progress) {
         cmd_error(NULL, "a GPU process ended without running a job (%s %d)",
                   WIFSIGNALED(status) ? "signal" : "exit status",
@@ -172,13 +236,20 @@ static int take(pool_t *p, int i)
     if (read_full(s->from, &rep, sizeof rep) != sizeof rep) return reap(p, i);
     if (rep.job == POOL_READY) {
         s->ready = true;
+    } else if (rep.barrier) {
+        s->waiting = p->tp && rep.job == s->job;
+        if (!s->waiting) {
+            /* a barrier outside pool_run_tp: let it go at once */
+            int go = 0;
+            write_full(s->to, &go, sizeof go);
+        }
     } else {
         s->job = -1;
         s->progress = true;
         s->last = rep.last != 0;
         if (p->ops->record(p->ctx, i, &rep) != 0) return -1;
     }
-    dispatch(p, i);
+    next_jobs(p, i);
     return 0;
 }
 
@@ -224,10 +295,11 @@ static int loop(pool_t *p)
     return rc;
 }
 
-int pool_run(const pool_ops_t *ops, void *ctx, int slots, const int *order, int n)
+static int run(const pool_ops_t *ops, void *ctx, int slots, const int *order, int n, bool tp)
 {
     if (n <= 0) return 0;
-    pool_t p = {.ops = ops, .ctx = ctx, .nslots = slots < n ? slots : n, .order = order, .n = n};
+    pool_t p = {.ops = ops, .ctx = ctx, .nslots = tp || slots < n ? slots : n, .order = order,
+                .n = n, .tp = tp};
     if (p.nslots < 1) p.nslots = 1;
     p.s = calloc((size_t)p.nslots, sizeof *p.s);
     if (!p.s) {
@@ -247,6 +319,16 @@ int pool_run(const pool_ops_t *ops, void *ctx, int slots, const int *order, int 
     sigaction(SIGPIPE, &old, NULL);
     free(p.s);
     return rc ? 1 : 0;
+}
+
+int pool_run(const pool_ops_t *ops, void *ctx, int slots, const int *order, int n)
+{
+    return run(ops, ctx, slots, order, n, false);
+}
+
+int pool_run_tp(const pool_ops_t *ops, void *ctx, int width, const int *order, int n)
+{
+    return run(ops, ctx, width, order, n, true);
 }
 
 int pool_devices_check(const char (*keys)[32], int visible, bool all, int *devices,

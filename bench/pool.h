@@ -18,6 +18,7 @@ typedef struct pool_report {
     int job;         /* the caller's job index, or POOL_READY */
     int skipped;     /* already in the CSV (--resume): nothing was run */
     int last;        /* the worker can run nothing more (a sticky CUDA error) and exits */
+    int barrier;     /* pool_run_tp: the worker is at job's barrier (pool_barrier), no row */
     result_row_t row;
 } pool_report_t;
 
@@ -41,6 +42,16 @@ typedef struct pool_ops {
  * set up, made no progress between restarts, or record/died said stop (the workers
  * still running are killed). */
 int pool_run(const pool_ops_t *ops, void *ctx, int slots, const int *order, int n);
+
+/* --tp: runs jobs order[0..n) on `width` workers together, each job handed to every
+ * worker at once (slot i runs share i), the next only when all have reported it or died
+ * in it. A worker that calls pool_barrier waits there until every worker holding the
+ * job has called it, reported the job or died: their timing loops start together.
+ * record and died are called once per worker and job. Returns as pool_run. */
+int pool_run_tp(const pool_ops_t *ops, void *ctx, int width, const int *order, int n);
+/* For workers of pool_run_tp, inside job `job`: waits for the others. 0, or -1 when the
+ * parent is gone. */
+int pool_barrier(int in, int out, int job);
 
 /* For workers: the next job from the parent, or -1 when it has no more. */
 int pool_next_job(int in);

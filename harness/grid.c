@@ -91,6 +91,7 @@ void grid_default(grid_t *g)
     g->q_scaling = p.q_scaling;
     g->model = p.model;
     g->layers = p.layers;
+    g->tp = p.tp;
 }
 
 /* The axes in expansion order, outermost first (see grid.h). */
@@ -148,6 +149,7 @@ static void point_at(const grid_t *g, const int *idx, problem_t *p)
     p->indirection = g->indirection;
     p->q_scaling = g->q_scaling;
     p->layers = g->layers;
+    p->tp = g->tp;
     p->model = g->model;
 }
 
@@ -272,4 +274,5 @@ void grid_override(grid_t *dst, const grid_t *src, unsigned fields)
     if (fields & GRID_FIELD_Q_SCALING) dst->q_scaling = src->q_scaling;
     if (fields & GRID_FIELD_MODEL) dst->model = src->model;
     if (fields & GRID_FIELD_LAYERS) dst->layers = src->layers;
+    if (fields & GRID_FIELD_TP) dst->tp = src->tp;
 }

@@ -35,6 +35,7 @@ typedef struct grid {
     bool indirection;
     double q_scaling;
     const char *model; int layers;   /* from --model preset; NULL / 1 without one */
+    int tp;                          /* --tp: GPUs the heads are split over (1: one) */
 } grid_t;
 
 /* The grid of one point: problem_default(). */
@@ -48,7 +49,7 @@ enum grid_field {
     GRID_FIELD_BLOCK_SIZE = 1u << 9, GRID_FIELD_INDIRECTION = 1u << 10,
     GRID_FIELD_MULTI_BLOCK = 1u << 11, GRID_FIELD_SPLITS = 1u << 12,
     GRID_FIELD_Q_SCALING = 1u << 13, GRID_FIELD_MODEL = 1u << 14, GRID_FIELD_LAYERS = 1u << 15,
-    GRID_FIELD_KV_DTYPE = 1u << 16, GRID_FIELD_KV_SCALE = 1u << 17,
+    GRID_FIELD_KV_DTYPE = 1u << 16, GRID_FIELD_KV_SCALE = 1u << 17, GRID_FIELD_TP = 1u << 18,
 };
 
 /* Copies into dst the fields of src whose GRID_FIELD_* bit is in fields. */

@@ -101,6 +101,7 @@ static void row_args(const problem_t *p, const attn_kernel_t *k, const timing_op
         if (strtod(q, NULL) != p->q_scaling) snprintf(q, sizeof q, "%.17g", p->q_scaling);
         MORE(" --q-scaling %s", q);
     }
+    if (p->tp > 1) MORE(" --tp %d", p->tp);
     if (t->hot) MORE(" --hot");
     if (t->graph) MORE(" --graph");
 #undef MORE
@@ -132,6 +133,7 @@ void runner_describe_unplanned(const char *gpu, const timing_opts_t *timing, con
     snprintf(row->version, sizeof row->version, "%s", attnbench_version);
     snprintf(row->model, sizeof row->model, "%s", p->model ? p->model : "");
     row->layers = p->layers;
+    row->tp = p->tp;
     row_args(p, k, timing, row->args, sizeof row->args);
     snprintf(row->kv_dtype, sizeof row->kv_dtype, "%s", dtype_name(problem_kv_dtype(p)));
 }
@@ -522,6 +524,7 @@ void runner_row(runner_t *r, const problem_t *p, const attn_kernel_t *k, result_
         /* Under --profile the profilers would catch the poison and the copy among the
          * timed launches: there the last launch is not checked. */
         bool check_last = r->verify && !r->timing.profile;
+        if (r->before_timing) r->before_timing(r->before_timing_ctx);
         /* pushes warm-up, timed */
         e = timer_run(r->timer, launch_step, &a, &r->timing, check_last ? &last_hooks : NULL, &t);
         if (e == cudaSuccess) {

@@ -27,6 +27,10 @@ typedef struct runner {
     uint64_t seed;        /* base seed; each configuration derives its own */
     long rows;            /* the row's place in the grid (the caller may set it): varies the seed */
     bool broken;          /* a sticky CUDA error: this process can run nothing more */
+    /* --tp: called once a row is set up and checked, just before its timing loop, so
+     * that the GPUs of one step start timing together (pool_barrier); NULL: none */
+    void (*before_timing)(void *ctx);
+    void *before_timing_ctx;
 } runner_t;
 
 /* Queries the GPU, measures its read bandwidth and tensor-core rate (`peak`) and

@@ -11,7 +11,7 @@ problem_t problem_default(void)
         .ctx = 8192, .gen = 128, .dtype = DTYPE_FP16, .kv_quant = KV_QUANT_NONE,
         .kv_scale = KV_SCALE_TENSOR, .cache = CACHE_CONTIGUOUS,
         .block_size = 64, .indirection = false, .multi_block = MULTI_BLOCK_AUTO, .splits = 0,
-        .q_scaling = 1.0, .layers = 1, .model = NULL,
+        .q_scaling = 1.0, .layers = 1, .tp = 1, .model = NULL,
     };
     return p;
 }
@@ -118,6 +118,10 @@ int problem_validate(const problem_t *p, char *msg, size_t msg_len)
         FAIL("--splits %d contradicts --multi-block off", p->splits);
     if (!(p->q_scaling > 0.0)) FAIL("--q-scaling must be positive (got %g)", p->q_scaling);
     if (p->layers <= 0) FAIL("--layers must be a positive integer (got %d)", p->layers);
+    if (p->tp <= 0) FAIL("--tp must be a positive integer (got %d)", p->tp);
+    if (p->heads % p->tp != 0 || p->kv_heads % p->tp != 0)
+        FAIL("--tp %d must divide --heads %d and --kv-heads %d (each GPU runs heads/%d and kv-heads/%d)",
+             p->tp, p->heads, p->kv_heads, p->tp, p->tp);
     if (p->kv_quant != KV_QUANT_NONE && p->kv_quant != KV_QUANT_FP8 && p->kv_quant != KV_QUANT_INT8)
         FAIL("--kv-dtype: unknown storage (%d)", (int)p->kv_quant);
     if (p->kv_scale != KV_SCALE_TENSOR && p->kv_scale != KV_SCALE_HEAD)

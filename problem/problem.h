@@ -46,6 +46,8 @@ typedef struct problem {
     int splits;           /* 0: planner decides; > 0: forced split count */
     double q_scaling;     /* scale = 1 / (q_scaling * sqrt(d)) */
     int layers;           /* layer count of the model preset (1 without one) */
+    int tp;               /* --tp: the heads split over this many GPUs (1: one GPU); a
+                             kernel runs one share (tp_share), whose tp is 1 */
     const char *model;    /* preset name, NULL without one */
 } problem_t;
 

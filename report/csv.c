@@ -38,6 +38,7 @@ static const col_desc_t cols[] = {
     S(ran), S(model), I(layers), S(args), D(sm_mhz, "%.0f"),
     D(peak_gbps, "%.0f"), D(peak_tflops, "%.0f"), D(pct_spec_bw, "%.2f"),
     D(workspace_bytes, "%.0f"), S(flags), I(device), S(kv_dtype),
+    I(tp), S(tp_us),
 };
 #undef S
 #undef I
@@ -59,10 +60,29 @@ static int in_set(const char *s, const char *const *set, int n)
     return 0;
 }
 
+/* n positive times joined by ';' (a measured share each; "nan" where one was not). */
+static int tp_us_check(const char *s, int n)
+{
+    int k = 0;
+    for (const char *w = s;; ++k) {
+        size_t m = strcspn(w, ";");
+        char one[32];
+        double x;
+        if (m == 0 || m >= sizeof one) return -1;
+        snprintf(one, sizeof one, "%.*s", (int)m, w);
+        if (csv_parse_double(one, &x) != 0 || !(isnan(x) || x > 0)) return -1;
+        w += m;
+        if (!*w) break;
+        w++;
+    }
+    return k + 1 == n ? 0 : -1;
+}
+
 void result_row_init(result_row_t *r)
 {
     memset(r, 0, sizeof *r);
     r->layers = 1;
+    r->tp = 1;
     for (int c = 0; c < NCOLS; c++)
         if (cols[c].type == COL_DBL)
             *(double *)((char *)r + cols[c].offset) = NAN;
@@ -250,12 +270,15 @@ void csv_row_key(const result_row_t *r, char *buf, size_t len)
             snprintf(kv_scale, sizeof kv_scale, "tensor");
         snprintf(kv, sizeof kv, "|kv=%s/%s", kv_dtype, kv_scale);
     }
-    snprintf(buf, len, "%s|%s|%d|%d|%d|%d|%d|%d|%d|%s|%s|%d|%d|%s|%s|%s|%d|q%s|%s|%s%s",
+    /* --tp N: the whole step over N GPUs, another row than one GPU's */
+    char tp[16] = "";
+    if (r->tp > 1) snprintf(tp, sizeof tp, "|tp=%d", r->tp);
+    snprintf(buf, len, "%s|%s|%d|%d|%d|%d|%d|%d|%d|%s|%s|%d|%d|%s|%s|%s|%d|q%s|%s|%s%s%s",
              r->gpu, r->kernel, r->batch, r->beam, r->heads, r->kv_heads, r->head_dim,
              r->ctx, r->gen, r->dtype, r->cache, r->block_size, r->indirection,
              r->multi_block, splits, r->model, r->layers, qs,
              args_has(r, "--hot", NULL, 0) ? "hot" : "flushed",
-             args_has(r, "--graph", NULL, 0) ? "graph" : "launches", kv);
+             args_has(r, "--graph", NULL, 0) ? "graph" : "launches", kv, tp);
 }
 
 int csv_add_kv_dtype(csv_table_t *t, char *msg, size_t len)
@@ -518,6 +541,24 @@ static int check_row(const csv_table_t *t, int row, char *what, size_t len)
     const char *kv = csv_cell(t, row, "kv_dtype");
     if (kv != NULL && !in_set(kv, kv_dtypes, 6)) {
         snprintf(what, len, "column kv_dtype: '%.40s' is not fp16, bf16, fp32, fp8 or int8", kv);
+        return -1;
+    }
+    /* tp_us, the last column: empty on one GPU, else tp positive times joined by ';', so
+     * that a row torn inside it (short of a digit of its last time) reads as torn */
+    const char *tps = csv_cell(t, row, "tp");
+    const char *tpu = csv_cell(t, row, "tp_us");
+    long tp = 1;
+    if (tps && *tps) {
+        char *end;
+        tp = strtol(tps, &end, 10);
+        if (*end || tp < 1 || tp > 8) {
+            snprintf(what, len, "column tp: '%.40s' is not a GPU count from 1 to 8", tps);
+            return -1;
+        }
+    }
+    if (tpu && (tp == 1 ? *tpu != '\0' : tp_us_check(tpu, (int)tp) != 0)) {
+        snprintf(what, len, "column tp_us: '%.40s' is not %ld times joined by ';' (tp %ld)", tpu,
+                 tp == 1 ? 0 : tp, tp);
         return -1;
     }
     /* an ok row measured a time: each of its times a finite positive number */

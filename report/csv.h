@@ -34,11 +34,14 @@ typedef struct result_row {
     int device;        /* the CUDA device that ran the row, numbered as the command saw them
                           (its CUDA_VISIBLE_DEVICES): 0 on one GPU, the --devices entry else */
     char kv_dtype[8];  /* the KV cache's storage: the dtype, or fp8 / int8 (--kv-dtype) */
+    int tp;            /* --tp: the GPUs the heads were split over; 1 on one GPU */
+    char tp_us[96];    /* --tp: each GPU's median_us, in GPU order, joined by ';' (median_us
+                          is their max); empty on one GPU */
 } result_row_t;
 
 /* Every SPEC §6 column must be present in a file that is read; the appended ones
  * (ran, model, layers, args, sm_mhz, peak_gbps, peak_tflops, pct_spec_bw,
- * workspace_bytes, flags, device, kv_dtype) may be absent. */
+ * workspace_bytes, flags, device, kv_dtype, tp, tp_us) may be absent. */
 #define CSV_SPEC_COLUMNS 34
 extern const int csv_column_count;
 

@@ -227,7 +227,7 @@ static int axis_parse(const csv_table_t *t, const char *spec, const char *opt, a
 {
     memset(a, 0, sizeof *a);
     if (spec == NULL || *spec == '\0') {
-        snprintf(msg, len, "%s: a pivot needs --rows and --cols (or --paper 6|7)", opt);
+        snprintf(msg, len, "%s: a pivot needs --rows and --cols (or --paper 6|7|8)", opt);
         return -1;
     }
     char buf[256];
@@ -664,6 +664,12 @@ static const paper_col_t table7_cols[] = {
     { "fused", "contiguous", "fused", "Flash2" },
     { "fused", "paged", "fused paged", "Flash 2 (NC)" },
 };
+/* Table 8: Mistral 7B at TP=2, the paper's column order */
+static const paper_col_t table8_cols[] = {
+    { "cublas", "contiguous", "cublas", "SDPA" },
+    { "bifurcated", NULL, "bifurcated", "Bifurcated" },
+    { "fused", "contiguous", "fused", "Flash2" },
+};
 
 #define MAX_CTX 32
 #define MAX_W 64
@@ -734,6 +740,9 @@ static void paper_caption(FILE *out, int paper, const model_preset_t *m, const c
             "implementation each stands for:",
             paper, m->name, m->kv_heads == m->heads ? "MHA" : "GQA", m->heads, m->kv_heads,
             m->head_dim, gpu[0] ? gpu : "no GPU (no matching rows)", layers);
+    if (paper == 8)
+        fprintf(out, " With tensor parallelism 2 (--tp 2): each of two GPUs runs h/2, g/2 at "
+                     "once and a row's time is the slower GPU's; the all-reduce is not timed.");
     for (int i = 0; i < npc; i++)
         fprintf(out, "%s %s = %s", i ? ";" : "", pc[i].label, pc[i].paper);
     fprintf(out, ". OOM: the whole model (fp16 weights + every layer's KV cache) did not "
@@ -742,21 +751,24 @@ static void paper_caption(FILE *out, int paper, const model_preset_t *m, const c
 
 static int table_paper(FILE *out, const csv_table_t *t, const table_opts_t *o, char *msg, size_t len)
 {
-    if (o->paper != 6 && o->paper != 7) {
-        snprintf(msg, len, "--paper: %d is not a table this tool reproduces (6 or 7)", o->paper);
+    if (o->paper < 6 || o->paper > 8) {
+        snprintf(msg, len, "--paper: %d is not a table this tool reproduces (6, 7 or 8)", o->paper);
         return -1;
     }
     if (check_where(t, o, msg, len) != 0)
         return -1;
-    const model_preset_t *m = preset_find(o->paper == 6 ? "7b" : "7b-gqa");
-    const paper_col_t *pc = o->paper == 6 ? table6_cols : table7_cols;
-    int npc = o->paper == 6 ? (int)(sizeof table6_cols / sizeof *pc)
-                            : (int)(sizeof table7_cols / sizeof *pc);
+    const model_preset_t *m = preset_find(o->paper == 6 ? "7b" : o->paper == 7 ? "7b-gqa" : "mistral-7b");
+    const paper_col_t *pc = o->paper == 6 ? table6_cols : o->paper == 7 ? table7_cols : table8_cols;
+    int npc = o->paper == 6   ? (int)(sizeof table6_cols / sizeof *pc)
+              : o->paper == 7 ? (int)(sizeof table7_cols / sizeof *pc)
+                              : (int)(sizeof table8_cols / sizeof *pc);
+    /* Tables 6 and 7 ran on one GPU, Table 8 at TP=2 (--tp 2) */
+    const int tp = o->paper == 8 ? 2 : 1;
 
     /* which rows count, and the axes they span */
     int ctxs[MAX_CTX], nctx = 0, ws[MAX_W], nw = 0, layers_seen[8], nlayers = 0;
     char gpu[32] = "";
-    for (int w = 1; w <= 2048; w *= 2)
+    for (int w = 1; o->paper != 8 && w <= 2048; w *= 2)   /* Table 8: the sizes it ran */
         int_insert(ws, &nw, MAX_W, w);
     char *use = calloc((size_t)t->nrows + 1, 1);
     int *colof = calloc((size_t)t->nrows + 1, sizeof *colof);
@@ -770,7 +782,7 @@ static int table_paper(FILE *out, const csv_table_t *t, const table_opts_t *o, c
         result_row_t r;
         csv_row_parse(t, row, &r);
         if (r.heads != m->heads || r.kv_heads != m->kv_heads || r.head_dim != m->head_dim ||
-            r.batch != 1 || !row_matches(t, row, o))
+            r.batch != 1 || (r.tp > 1 ? r.tp : 1) != tp || !row_matches(t, row, o))
             continue;
         int col = -1;
         for (int i = 0; i < npc && col < 0; i++)
@@ -867,6 +879,31 @@ static int table_paper(FILE *out, const csv_table_t *t, const table_opts_t *o, c
                 for (int wi = 0; wi < nw; wi++) {
                     paper_cell_text(&CELL(ci, wi, k), &after_oom, buf, sizeof buf);
                     grid_set(&g, first + wi, lead + k, "%s", buf);
+                }
+            }
+        }
+    } else if (o->paper == 8) {
+        /* the paper's Table 8: a row per (context, W) that ran, one column per kernel */
+        g.nc = 2 + npc;
+        int h = grid_add_row(&g);
+        grid_set(&g, h, 0, "Context");
+        grid_set(&g, h, 1, "W");
+        for (int k = 0; k < npc; k++)
+            grid_set(&g, h, 2 + k, "%s", pc[k].label);
+        for (int ci = 0; ci < nctx; ci++) {
+            int after_oom[8] = {0};
+            for (int wi = 0; wi < nw; wi++) {
+                int any = 0;
+                for (int k = 0; k < npc; k++)
+                    any |= CELL(ci, wi, k).has_ok || CELL(ci, wi, k).oom || CELL(ci, wi, k).bad[0];
+                if (!any)
+                    continue;
+                int gr = grid_add_row(&g);
+                grid_set(&g, gr, 0, "%d", ctxs[ci]);
+                grid_set(&g, gr, 1, "%d", ws[wi]);
+                for (int k = 0; k < npc; k++) {
+                    paper_cell_text(&CELL(ci, wi, k), &after_oom[k], buf, sizeof buf);
+                    grid_set(&g, gr, 2 + k, "%s", buf);
                 }
             }
         }

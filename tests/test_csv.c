@@ -154,9 +154,9 @@ static void header_lists_spec_columns_in_order(void **state)
         strcat(joined, i + 1 < csv_column_count ? "," : "\n");
     }
     assert_string_equal(line, joined);
-    /* the appended columns, kv_dtype last */
+    /* the appended columns, tp_us last */
     assert_non_null(strstr(line, ",version,ran,model,layers,args,sm_mhz,peak_gbps,peak_tflops,pct_spec_bw,"
-                                 "workspace_bytes,flags,device,kv_dtype\n"));
+                                 "workspace_bytes,flags,device,kv_dtype,tp,tp_us\n"));
 }
 
 static void round_trip_keeps_every_field(void **state)
@@ -168,6 +168,9 @@ static void round_trip_keeps_every_field(void **state)
     ok_row(&rows[2], "bifurcated", 64, 88.25);
     /* a field that needs quoting survives */
     snprintf(rows[2].gpu, sizeof rows[2].gpu, "gpu \"x\", rev 2");
+    /* a --tp row: the GPU count and each GPU's median */
+    rows[2].tp = 2;
+    snprintf(rows[2].tp_us, sizeof rows[2].tp_us, "80.500;88.250");
     FILE *f = tmp_open();
     csv_write_header(f);
     for (int i = 0; i < 3; i++)
@@ -190,8 +193,26 @@ static void round_trip_keeps_every_field(void **state)
     assert_string_equal(csv_cell(&t, 0, "median_us"), "1234.500");
     assert_null(csv_cell(&t, 0, "no_such_column"));
     assert_null(csv_cell(&t, 3, "gpu"));
+    assert_string_equal(csv_cell(&t, 2, "tp"), "2");
+    assert_string_equal(csv_cell(&t, 2, "tp_us"), "80.500;88.250");
+    assert_string_equal(csv_cell(&t, 0, "tp"), "1");
+    assert_string_equal(csv_cell(&t, 0, "tp_us"), "");
     csv_free(&t);
     unlink(tmp_path);
+    /* tp_us, the last column, torn short of its tp times (or given on one GPU) reads as torn */
+    const char *torn[] = {"80.500;", "80.500", "80.500;88.250;1.000", "x;1"};
+    for (size_t k = 0; k < 4; ++k) {
+        snprintf(rows[2].tp_us, sizeof rows[2].tp_us, "%s", torn[k]);
+        f = tmp_open();
+        csv_write_header(f);
+        csv_write_row(f, &rows[2]);
+        fclose(f);
+        if (csv_read(tmp_path, &t, msg, sizeof msg) == 0) {
+            assert_int_not_equal(csv_row_parse(&t, 0, &back), 0);
+            csv_free(&t);
+        }
+        unlink(tmp_path);
+    }
 }
 
 /* Files written before the appended columns existed still read; layers is then unknown. */
@@ -472,7 +493,7 @@ static void appending_keeps_an_earlier_versions_columns(void **state)
     ok_row(&r, "bifurcated", 8, 42.0);
     /* tests/fixtures hold files written before the sm_mhz column */
     const char *old = "tests/fixtures/compare_base.csv";
-    assert_int_equal(csv_file_columns(old, msg, sizeof msg), csv_column_count - 8);
+    assert_int_equal(csv_file_columns(old, msg, sizeof msg), csv_column_count - 10);
 
     FILE *f = tmp_open();
     csv_write_header(f);

@@ -53,6 +53,32 @@ static void expect_bad(command_t cmd, const char *line, const char *needle)
     if (strchr(msg, '\n') || !msg[0]) fail_msg("'%s': not one line: '%s'", line, msg);
 }
 
+/* --tp N: into the grid, and from there into every point; N must divide the heads and
+ * the kv heads, and --devices must give N GPUs */
+static void test_tp(void **state)
+{
+    (void)state;
+    options_t o;
+    parse_ok(CMD_SWEEP, "sweep --dry-run --model mistral-7b --tp 2 --beam 8,16", &o);
+    assert_int_equal(o.grid.tp, 2);
+    assert_true(o.grid_set & GRID_FIELD_TP);
+    assert_int_equal(o.grid.heads.v[0], 32);   /* the model's full heads: split on the GPUs */
+    assert_int_equal(o.grid.kv_heads.v[0], 8);
+    parse_ok(CMD_RUN, "run --kernel fused --heads 32 --kv-heads 8 --tp 8", &o);
+    assert_int_equal(o.grid.tp, 8);
+    parse_ok(CMD_SWEEP, "sweep --dry-run --beam 4", &o);
+    assert_int_equal(o.grid.tp, 1);
+    parse_ok(CMD_SWEEP, "sweep --dry-run --tp 2 --devices 0,1,2 --heads 32 --kv-heads 8", &o);
+    expect_bad(CMD_SWEEP, "sweep --dry-run --model mistral-7b --tp 3", "--tp 3 must divide --heads 32 and --kv-heads 8");
+    expect_bad(CMD_SWEEP, "sweep --dry-run --heads 32 --kv-heads 2 --tp 4", "must divide");
+    expect_bad(CMD_RUN, "run --kernel fused --heads 16 --kv-heads 1 --tp 2", "must divide");
+    expect_bad(CMD_SWEEP, "sweep --dry-run --tp 2 --devices 1 --heads 32 --kv-heads 8", "--tp 2 needs 2 GPUs; --devices gives 1");
+    expect_bad(CMD_SWEEP, "sweep --dry-run --tp 0", "--tp");
+    expect_bad(CMD_SWEEP, "sweep --dry-run --tp 9", "--tp");
+    expect_bad(CMD_SWEEP, "sweep --dry-run --tp two", "--tp");
+    expect_bad(CMD_TABLE, "table --in x.csv --paper 6 --tp 2", "--tp");
+}
+
 static void test_run_options_land_in_fields(void **state)
 {
     (void)state;
@@ -592,6 +618,9 @@ static void test_table_and_compare(void **state)
     assert_int_equal(o.table.format, TABLE_CSV);
     parse_ok(CMD_TABLE, "table --in a.csv --paper 7", &o);
     assert_int_equal(o.table.paper, 7);
+    parse_ok(CMD_TABLE, "table --in a.csv --paper 8", &o);
+    assert_int_equal(o.table.paper, 8);
+    expect_bad(CMD_TABLE, "table --in a.csv --paper 9", "--paper");
     parse_ok(CMD_COMPARE, "compare base.csv --threshold 0.1 new.csv --changes", &o);
     assert_string_equal(o.files[0], "base.csv");
     assert_string_equal(o.files[1], "new.csv");
@@ -675,6 +704,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_run_options_land_in_fields),
+        cmocka_unit_test(test_tp),
         cmocka_unit_test(test_short_forms_and_equals),
         cmocka_unit_test(test_defaults),
         cmocka_unit_test(test_sweep_lists),

@@ -120,13 +120,13 @@ static void a_torn_last_row_is_cut_at_the_first_write_only(void **state)
     assert_memory_equal(after, text, n);                  /* the finished rows stay */
     assert_string_equal(after + n, "h100,fused,gqa,1,9,32,8,128,8192,128,fp16,contiguous,0,0,auto,0,ok,0,"
                                    "19.000,19.000,19.000,19.000,19.000,,,,,,,,skip,,,test,,,1,"
-                                   "--kernel fused --beam 9,,,,,,,0,\n");
+                                   "--kernel fused --beam 9,,,,,,,0,,1,\n");
 }
 
 /* A kill inside the last fields: a row cut inside its flags lacks the device and
  * kv_dtype columns after them, and a flags text cut short is no flags text either way;
- * inside kv_dtype, the last column, the row has every field, and only a known name (or
- * none, its args telling the storage) makes it a finished one. (A cut inside a device
+ * inside kv_dtype, only a known name (or none, its args telling the storage) makes it a
+ * finished one; inside tp_us, the last column, only tp times do. (A cut inside a device
  * number of two digits leaves a valid row of another device: device is neither a
  * measurement nor part of the row's key.) */
 static void a_row_torn_inside_its_flags_is_cut(void **state)
@@ -134,19 +134,23 @@ static void a_row_torn_inside_its_flags_is_cut(void **state)
     (void)state;
     static char text[1 << 15];
     size_t n = results_text(text, sizeof text, three_ok, 3);
-    /* the last row ends with its empty flags, its device 0 and its empty kv_dtype:
-     * ",0,\n" cut, then a tail */
-    static const char *const tails[] = {"noisy;th", "nois", "noisy;", "noisy;throttled,3",
-                                        "noisy;throttled,0,in", "noisy;throttled,0,int8",
-                                        "noisy;throttled,0,", ",0,fp16"};
-    for (int i = 0; i < 8; ++i) {
+    /* the last row ends with its empty flags, its device 0, its empty kv_dtype, tp 1 and
+     * its empty tp_us: ",0,,1,\n" cut, then a tail */
+    static const struct { const char *tail; int whole; } tails[] = {
+        {"noisy;th", 0}, {"nois", 0}, {"noisy;", 0}, {"noisy;throttled,3", 0},
+        {"noisy;throttled,0,in,1,", 0}, {"noisy;throttled,0,int8", 0}, {"noisy;throttled,0,,1", 0},
+        {"noisy;throttled,0,,2,1.5", 0}, {"noisy;throttled,0,,2,1.5;", 0}, {",0,fp16,1,7", 0},
+        {"noisy;throttled,0,int8,1,", 1}, {"noisy;throttled,0,,1,", 1}, {",0,fp16,1,", 1},
+        {",0,,2,1.500;2.250", 1}, {",0,,2,1.500;2", 1},
+    };
+    for (size_t i = 0; i < sizeof tails / sizeof tails[0]; ++i) {
         char edited[1 << 15];
-        snprintf(edited, sizeof edited, "%.*s%s", (int)(n - 4), text, tails[i]);
+        snprintf(edited, sizeof edited, "%.*s%s", (int)(n - 7), text, tails[i].tail);
         spit(path, edited, strlen(edited));
         out_csv_t o;
         char msg[512];
         assert_int_equal(out_csv_check(&o, path, true, false, msg, sizeof msg), 0);
-        assert_int_equal(o.n_done, i < 5 ? 2 : 3);        /* only whole last fields stay */
+        if (o.n_done != 2 + tails[i].whole) fail_msg("tail '%s': %d rows kept", tails[i].tail, o.n_done);
         assert_int_equal(out_csv_close(&o, msg, sizeof msg), 0);
     }
 }
