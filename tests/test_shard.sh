@@ -103,6 +103,24 @@ cmp -s "$tmp/held.csv" "$tmp/held.before" && pass || fail "--dry-run --resume ch
 "$bin" sweep --suite ci --dry-run --out "$tmp/held.csv" > /dev/null 2>&1
 [ $? -eq 2 ] && pass || fail "--dry-run took an existing --out without --resume or --force"
 
+# --tp N: a row is the whole step over N GPUs, listed once (its args end in --tp N and
+# rerun it), sharded as any row; N must divide the heads and kv heads, and --devices
+# must give N GPUs (one line, exit 2, before any GPU).
+"$bin" sweep --suite paper8 --dry-run > "$tmp/tp" 2> "$tmp/err"
+[ $? -eq 0 ] && [ "$(grep -vc '^#' "$tmp/tp")" -eq 24 ] && [ "$(grep -c -- '--heads 32 --kv-heads 8 .* --tp 2$' "$tmp/tp")" -eq 24 ] &&
+    tail -n 1 "$tmp/tp" | grep -q '^# sweep --dry-run: 24 rows' && pass || fail "paper8 --dry-run: not its 24 rows at --tp 2 once each"
+[ "$(grep -vc '^#' "$tmp/tp")" -eq "$(grep -v '^#' "$tmp/tp" | sort -u | wc -l)" ] && pass || fail "paper8 --dry-run: a row listed twice"
+shards 3 sweep --suite paper8
+"$bin" sweep --dry-run --model mistral-7b --tp 2 --beam 8 --ctx 1024 --kernels fused | grep -v '^#' > "$tmp/tprow"
+# shellcheck disable=SC2046
+"$bin" sweep --dry-run $(sed 's/^--kernel /--kernels /' "$tmp/tprow") | grep -v '^#' | cmp -s - "$tmp/tprow" && pass || fail "a --tp row's args do not list it again"
+for bad in "--model mistral-7b --tp 3" "--heads 32 --kv-heads 2 --tp 4" "--model mistral-7b --tp 2 --devices 0"; do
+    # shellcheck disable=SC2086
+    CUDA_VISIBLE_DEVICES='' "$bin" sweep --dry-run $bad > "$tmp/out" 2> "$tmp/err"
+    rc=$?
+    [ "$rc" -eq 2 ] && [ "$(wc -l < "$tmp/err")" -eq 1 ] && grep -q -- '--tp' "$tmp/err" && pass || fail "sweep $bad: exit $rc, '$(cat "$tmp/err")'"
+done
+
 # No GPU is touched. With no device visible the sweep fails at the GPU, so a dry run
 # that gets past it did not go there.
 CUDA_VISIBLE_DEVICES='' "$bin" sweep --suite ci --out "$tmp/gpu.csv" > /dev/null 2> "$tmp/err"
