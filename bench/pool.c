@@ -239,9 +239,10 @@ static int take(pool_t *p, int i)
     } else if (rep.barrier) {
         s->waiting = p->tp && rep.job == s->job;
         if (!s->waiting) {
-            /* a barrier outside pool_run_tp: let it go at once */
+            /* a barrier outside pool_run_tp: let it go at once; its job goes on */
             int go = 0;
             write_full(s->to, &go, sizeof go);
+            return 0;
         }
     } else {
         s->job = -1;

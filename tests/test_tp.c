@@ -295,6 +295,20 @@ static void a_share_lost_does_not_hold_the_others(void **state)
     assert_no_children();
 }
 
+/* A worker's barrier outside pool_run_tp is let go at once, and its job goes on. */
+static void a_barrier_on_one_gpu_waits_for_nobody(void **state)
+{
+    (void)state;
+    int order[5] = {0, 1, 2, 3, 4};
+    fake_t f;
+    memset(&f, 0, sizeof f);
+    f.die_job = f.die_slot = -1;
+    assert_int_equal(pool_run(&ops, &f, 2, order, 5), 0);
+    assert_int_equal(f.n_seen, 5);
+    for (int j = 0; j < 5; ++j) assert_int_equal(f.reported[j][0] + f.reported[j][1], 1);
+    assert_no_children();
+}
+
 /* table --paper 8: the TP=2 rows of mistral-7b, a line per (context, W) that ran, the
  * paper's columns SDPA, Bifurcated, Flash2; one-GPU rows of the same shape left out. */
 static void paper8_is_the_tp2_rows(void **state)
@@ -386,6 +400,7 @@ int main(void)
         cmocka_unit_test(the_step_is_its_slowest_gpu),
         cmocka_unit_test(the_pool_runs_a_job_on_n_gpus_together),
         cmocka_unit_test(a_share_lost_does_not_hold_the_others),
+        cmocka_unit_test(a_barrier_on_one_gpu_waits_for_nobody),
         cmocka_unit_test(paper8_is_the_tp2_rows),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
