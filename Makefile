@@ -64,13 +64,19 @@ $(BUILD)/%.o: %.c
 $(BUILD)/%.o: %.cu
 	@mkdir -p $(dir $@)
 	$(NVCC) $(NVFLAGS) -MMD -MP -c $< -o $@
-# a peer rebuilds when make peers brings (or changes) its package
-$(BUILD)/kernels/peers/%.o: kernels/peers/%.cu $(wildcard $(PEERS)/VERSIONS)
+# The peers' flags and package versions, rewritten only when they change: a peer object
+# rebuilds when make peers brings (or changes) its package, and when a build switches
+# between the real peers and the stubs (PEERS=...).
+$(BUILD)/peers.stamp: FORCE
+	@mkdir -p $(BUILD)
+	@{ echo '$(PEER_FLAGS) $(HAVE_XQA)'; cat $(PEERS)/VERSIONS 2>/dev/null; } > $@.new
+	@cmp -s $@.new $@ && rm $@.new || mv $@.new $@
+$(BUILD)/kernels/peers/%.o: kernels/peers/%.cu $(BUILD)/peers.stamp
 	@mkdir -p $(dir $@)
 	$(NVCC) $(NVFLAGS) $(PEER_FLAGS) -MMD -MP -c $< -o $@
 # FlashInfer's JIT compiles its attention modules with fast math
 $(BUILD)/kernels/peers/flashinfer.o: PEER_FLAGS += -use_fast_math
-$(BUILD)/kernels/peers/xqa/%.o: kernels/peers/xqa/%.cu $(wildcard $(PEERS)/VERSIONS)
+$(BUILD)/kernels/peers/xqa/%.o: kernels/peers/xqa/%.cu $(BUILD)/peers.stamp
 	@mkdir -p $(dir $@)
 	$(NVCC) $(XQA_FLAGS) -MMD -MP -c $< -o $@
 # flashinfer-cascade runs FlashInfer's Hopper (FA3) prefill, built as FlashInfer's JIT

@@ -42,6 +42,7 @@ check "first call completes" has "results: complete (revision abc123)" "$tmp/log
 check "first call exits 0" rc 0
 check "commands.txt names the revision" has "^# revision abc123$" "$tmp/out/commands.txt"
 check "a sweep per suite" has "sweep --suite paper6 --out $tmp/out/paper6.csv --resume" "$tmp/calls"
+check "the reference's budget 0.2 s by default" has "sweep --suite ci .*--resume --verify-time 0.2$" "$tmp/calls"
 check "the paper table" has "| table |" "$tmp/out/paper6.md"
 check "sanitizers run verify" has "compute-sanitizer .*racecheck" "$tmp/out/commands.txt"
 lines=$(grep -cv '^[[:space:]]*\(#\|$\)' bench/suites/verify-quick.suite)
@@ -84,6 +85,11 @@ check "RESULTS_ARGS reaches verify" has "^verify --suite .* --verify-time 0.2" "
 check "RESULTS_ARGS recorded" has "sweep --suite ci .*--verify-time 0.2" "$tmp/out/commands.txt"
 check "commands name build/attnbench" has "^build/attnbench sweep --suite ci" "$tmp/out/commands.txt"
 check "not the path of this run's binary" lacks "$tmp/bin/attnbench" "$tmp/out/commands.txt"
+
+rm -rf "$tmp/out"
+: > "$tmp/calls"
+RESULTS_ARGS= run
+check "RESULTS_ARGS empty adds nothing" has "sweep --suite ci --out $tmp/out/ci.csv --resume$" "$tmp/calls"
 
 sed -i 2s/fake/h100/ "$tmp/out/commands.txt"
 run
