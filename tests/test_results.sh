@@ -19,6 +19,7 @@ cat > "$tmp/bin/attnbench" <<'STUB'
 echo "$*" >> "$STUB_CALLS"
 case $1 in
 peak) echo "gpu              Fake GPU (fake)" ;;
+list) [ -n "${STUB_STUBS:-}" ] && echo "                   peer: FlashInfer 0.7.2 (not built)" ;;
 verify) [ -n "${STUB_SLEEP:-}" ] && sleep "$STUB_SLEEP"; [ -n "${STUB_MISMATCH:-}" ] && exit 1; echo verified ;;
 sweep) shift; while [ $# -gt 0 ]; do [ "$1" = --out ] && echo row >> "$2"; shift; done ;;
 table) echo "| table |" ;;
@@ -85,6 +86,12 @@ check "RESULTS_ARGS reaches verify" has "^verify --suite .* --verify-time 0.2" "
 check "RESULTS_ARGS recorded" has "sweep --suite ci .*--verify-time 0.2" "$tmp/out/commands.txt"
 check "commands name build/attnbench" has "^build/attnbench sweep --suite ci" "$tmp/out/commands.txt"
 check "not the path of this run's binary" lacks "$tmp/bin/attnbench" "$tmp/out/commands.txt"
+
+STUB_STUBS=1 RESULTS_SUITES="ci peers" run
+check "peers suite without the peers refused" rc 2
+check "says how to build them" has "make peers" "$tmp/log"
+STUB_STUBS=1 run
+check "suites without peers run with stubs" rc 0
 
 rm -rf "$tmp/out"
 : > "$tmp/calls"
