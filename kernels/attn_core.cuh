@@ -475,6 +475,19 @@ struct tc_traits {
  * and lane/4 + 8 (h = 1) of each m tile of its warp, keys key_base + 8n + 2*(lane%4) +
  * {0,1}; s, o, m and l are its registers (the kernel's), passed by reference. */
 
+/* DUAL's second chain of k steps (s2) added into the first (s): the tile's scores. */
+template <typename Tr>
+__device__ __forceinline__ void tc_fold_dual(float (&s)[Tr::MT][Tr::S::NT][4],
+                                             const float (&s2)[Tr::MT][Tr::S::NT][4])
+{
+#pragma unroll
+    for (int mt = 0; mt < Tr::MT; ++mt)
+#pragma unroll
+        for (int n = 0; n < Tr::S::NT; ++n)
+#pragma unroll
+            for (int e = 0; e < 4; ++e) s[mt][n][e] += s2[mt][n][e];
+}
+
 /* S = Q Kᵀ of the tile at kbuf: A = Q rows (row-major; from qa with QREG, else from
  * shared memory at q_base), B = K rows read as a col-major k x n. KEYSPLIT keeps Q's A
  * fragments in registers where they fit (QREG) and accumulates even and odd k steps in
@@ -517,14 +530,7 @@ __device__ __forceinline__ void tc_scores(float (&s)[Tr::MT][Tr::S::NT][4], cons
             }
         }
     }
-    if constexpr (Tr::DUAL) {
-#pragma unroll
-        for (int mt = 0; mt < MT; ++mt)
-#pragma unroll
-            for (int n = 0; n < S::NT; ++n)
-#pragma unroll
-                for (int e = 0; e < 4; ++e) s[mt][n][e] += s2[mt][n][e];
-    }
+    if constexpr (Tr::DUAL) tc_fold_dual<Tr>(s, s2);
 }
 
 /* Online softmax of S (the tile's first nvalid keys valid) into P, in place, and O
@@ -678,14 +684,7 @@ __device__ __forceinline__ void tc_scores8(float (&s)[Tr::MT][Tr::S::NT][4], con
             }
         }
     }
-    if constexpr (Tr::DUAL) {
-#pragma unroll
-        for (int mt = 0; mt < MT; ++mt)
-#pragma unroll
-            for (int n = 0; n < S::NT; ++n)
-#pragma unroll
-                for (int e = 0; e < 4; ++e) s[mt][n][e] += s2[mt][n][e];
-    }
+    if constexpr (Tr::DUAL) tc_fold_dual<Tr>(s, s2);
 }
 
 /* tc_accumulate_pv for an 8-bit cache: ldmatrix.trans of 16-bit pairs gives a thread the

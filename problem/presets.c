@@ -18,7 +18,7 @@ const model_preset_t model_presets[] = {
       32, 8, 128, 32, 5.933e9 },
     { "mistral-7b",
       "Mistral-7B of Table 8 (32 layers, h=32, g=8, d=128); parameters as published "
-      "by Mistral AI; the paper's TP=2 split is not modelled (one GPU holds it all)",
+      "by Mistral AI; the paper's TP=2 split is --tp 2 (the paper8 suite)",
       32, 8, 128, 32, 7.242e9 },
     { "1b-mh",
       "1B multi-head model of Table 4 (g=20, d=128, 12 layers, 1.077B parameters); "

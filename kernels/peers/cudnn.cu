@@ -168,8 +168,7 @@ static void cudnn_plan(const problem_t *p, const device_info_t *dev, attn_plan_t
 {
     (void)dev;
     plan->runs = &kernel_cudnn;
-    plan->split.splits = 1;
-    plan->split.chunk = problem_keys(p);
+    plan->split = split_plan_fixed(problem_keys(p), 1, 1);
     plan->variant = 0;
 }
 

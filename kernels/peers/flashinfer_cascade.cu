@@ -138,8 +138,7 @@ static void fic_plan(const problem_t *p, const device_info_t *dev, attn_plan_t *
 {
     (void)dev;
     plan->runs = &kernel_flashinfer_cascade;
-    plan->split.splits = 1;
-    plan->split.chunk = problem_keys(p);
+    plan->split = split_plan_fixed(problem_keys(p), 1, 1);
     plan->variant = 0;
 }
 
