@@ -1164,16 +1164,25 @@ static inline int attn_ring(const problem_t *p, int ring)
     return ring;
 }
 
+/* The pipeline stages (tc_shape's ST, doubled for 1-byte tiles) of the ROWSPLIT body on an
+ * 8-bit cache (bifurcated's context part): as many of its CTAs fit on an SM as of the
+ * 16-bit ROWSPLIT body's (3, 2 and 1 at d = 64, 128, 256), where the default's ring, and its
+ * ring of row offsets, twice as long, would fit one fewer at d = 64 and 128. */
+template <int D> struct kv8_rowsplit {
+    static constexpr int ST = D == 64 ? 3 : (D == 128 ? 2 : 0);
+    typedef tc_shape<D, 1, false, ST, 1> S;
+};
+
 /* Shared memory of one CTA of the KEYSPLIT body of an 8-bit cache (tc_shape's KVB 1),
- * or of its ROWSPLIT body (bifurcated's context part, one m tile a warp, the default ring). */
+ * or of its ROWSPLIT body (kv8_rowsplit). */
 static inline int attn_smem_bytes_kv8(const problem_t *p, bool keysplit, int ring)
 {
     const int mt = attn_keysplit_mt(p);
     if (!keysplit) {
         switch (p->head_dim) {
-        case 64: return tc_shape<64, 1, false, 0, 1>::SMEM;
-        case 128: return tc_shape<128, 1, false, 0, 1>::SMEM;
-        case 256: return tc_shape<256, 1, false, 0, 1>::SMEM;
+        case 64: return kv8_rowsplit<64>::S::SMEM;
+        case 128: return kv8_rowsplit<128>::S::SMEM;
+        case 256: return kv8_rowsplit<256>::S::SMEM;
         default: return 0;
         }
     }

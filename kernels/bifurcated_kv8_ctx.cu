@@ -2,7 +2,7 @@
  * instantiations of attn_core.cuh's tensor-core body over e4m3 or int8 codes, each warp
  * 16 of the request's W*p query rows and all 64 keys of a tile, so a tile of codes serves
  * 64 queries. The steps are fused's 8-bit ones (tc_scores8, tc_accumulate_pv8), K's scale
- * in the softmax scale and V's in the partial. In a file of their own so that they compile
+ * in the softmax scale and V's in the partial; the ring's stages are kv8_rowsplit's. In a file of their own so that they compile
  * beside bifurcated.cu's. */
 #include "attn_core.cuh"
 
@@ -10,8 +10,8 @@ template <typename T, typename KV, int D>
 static attn_kernel_fn rowsplit_kv8_d(int addr)
 {
     switch (addr) {
-    case ADDR_CTX: return attn_tc_kernel<tc_traits<T, D, 1, false, ADDR_CTX, 0, KV>>;
-    case ADDR_PAGED: return attn_tc_kernel<tc_traits<T, D, 1, false, ADDR_PAGED, 0, KV>>;
+    case ADDR_CTX: return attn_tc_kernel<tc_traits<T, D, 1, false, ADDR_CTX, kv8_rowsplit<D>::ST, KV>>;
+    case ADDR_PAGED: return attn_tc_kernel<tc_traits<T, D, 1, false, ADDR_PAGED, kv8_rowsplit<D>::ST, KV>>;
     default: return NULL;
     }
 }
