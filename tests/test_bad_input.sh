@@ -89,7 +89,6 @@ bad run --kv-dtype int8 --kv-scale tensor,head --kernel fused
 bad run --dtype int8 --kernel fused
 bad run --kv-dtype fp8 --kernel cublas
 bad run --kv-dtype int8 --kernel cublas-bifurcated
-bad run --kv-dtype fp8 --kernel bifurcated
 bad verify --suite kvq8
 
 # numbers and lists
