@@ -49,6 +49,21 @@ template <int MODE> __device__ __forceinline__ uint4 load16(const uint4 *p)
     return __ldg(p);
 }
 
+/* One word per CTA, the xor of every thread's loads, so that no load can be dropped. */
+__device__ __forceinline__ void store_cta_xor(unsigned acc, unsigned *out)
+{
+    for (int off = 16; off > 0; off >>= 1) acc ^= __shfl_xor_sync(0xffffffffu, acc, off);
+    __shared__ unsigned warp_acc[32];
+    int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+    if (lane == 0) warp_acc[warp] = acc;
+    __syncthreads();
+    if (threadIdx.x == 0) {
+        unsigned a = 0;
+        for (int w = 0; w < (int)(blockDim.x / 32); ++w) a ^= warp_acc[w];
+        out[blockIdx.x] = a;
+    }
+}
+
 /* Grid-stride read of n 16-byte vectors, `passes` times over, UNROLL independent
  * loads in flight per thread; one word per CTA written so that no load can be dropped. */
 template <int UNROLL, int MODE>
@@ -70,16 +85,7 @@ __global__ void read_kernel(const uint4 *__restrict__ p, int64_t n, int passes, 
             acc ^= v.x ^ v.y ^ v.z ^ v.w;
         }
     }
-    for (int off = 16; off > 0; off >>= 1) acc ^= __shfl_xor_sync(0xffffffffu, acc, off);
-    __shared__ unsigned warp_acc[32];
-    int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
-    if (lane == 0) warp_acc[warp] = acc;
-    __syncthreads();
-    if (threadIdx.x == 0) {
-        unsigned a = 0;
-        for (int w = 0; w < (int)(blockDim.x / 32); ++w) a ^= warp_acc[w];
-        out[blockIdx.x] = a;
-    }
+    store_cta_xor(acc, out);
 }
 
 /* The same read with each CTA on its own contiguous share of the buffer, as a kernel
@@ -105,16 +111,7 @@ __global__ void read_chunk_kernel(const uint4 *__restrict__ p, int64_t n, unsign
         uint4 v = __ldg(p + i);
         acc ^= v.x ^ v.y ^ v.z ^ v.w;
     }
-    for (int off = 16; off > 0; off >>= 1) acc ^= __shfl_xor_sync(0xffffffffu, acc, off);
-    __shared__ unsigned warp_acc[32];
-    int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
-    if (lane == 0) warp_acc[warp] = acc;
-    __syncthreads();
-    if (threadIdx.x == 0) {
-        unsigned a = 0;
-        for (int w = 0; w < (int)(blockDim.x / 32); ++w) a ^= warp_acc[w];
-        out[blockIdx.x] = a;
-    }
+    store_cta_xor(acc, out);
 }
 
 /* Non-zero, varied words: nothing along the way can shortcut constant data. */
