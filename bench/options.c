@@ -23,7 +23,8 @@ enum opt_id {
     OPT_MIN_TIME, OPT_SEED, OPT_IN, OPT_ROWS, OPT_COLS, OPT_VALUE, OPT_AGG, OPT_WHERE,
     OPT_PAPER, OPT_FORMAT, OPT_THRESHOLD, OPT_CHANGES, OPT_HELP,
     OPT_NO_VERIFY, OPT_VERIFY_TIME, OPT_MAX_NOISE, OPT_MAX_TIME, OPT_DRY_RUN, OPT_SHARD,
-    OPT_DEVICES, OPT_KV_DTYPE, OPT_KV_SCALE, OPT_VS_PEERS,
+    OPT_DEVICES, OPT_KV_DTYPE, OPT_KV_SCALE, OPT_VS_PEERS, OPT_STEP, OPT_ROPE, OPT_ROPE_BASE,
+    OPT_ROPE_SCALE,
 };
 
 /* Where an option may appear: one bit per command, and suite lines. */
@@ -63,6 +64,11 @@ static const opt_def_t opt_defs[] = {
     {"layers", required_argument, OPT_LAYERS, 0, PROBLEM | IN(CMD_TABLE), GRID_FIELD_LAYERS},
     /* tensor parallelism: the heads split over N GPUs (docs/SHARDING.md) */
     {"tp", required_argument, OPT_TP, 0, PROBLEM, GRID_FIELD_TP},
+    /* the whole generation step: RoPE, quantise, append, attend (docs/APPEND.md) */
+    {"step", required_argument, OPT_STEP, 0, PROBLEM, GRID_FIELD_STEP},
+    {"rope", required_argument, OPT_ROPE, 0, PROBLEM, GRID_FIELD_ROPE},
+    {"rope-base", required_argument, OPT_ROPE_BASE, 0, PROBLEM, GRID_FIELD_ROPE_BASE},
+    {"rope-scale", required_argument, OPT_ROPE_SCALE, 0, PROBLEM, GRID_FIELD_ROPE_SCALE},
     /* -k is --kernel for run and --kernels elsewhere (see short_to_id) */
     {"kernel", required_argument, OPT_KERNEL, 0, IN(CMD_RUN), 0},
     {"kernels", required_argument, OPT_KERNELS, 0, IN(CMD_SWEEP) | IN(CMD_VERIFY) | IN_SUITE, 0},
@@ -482,6 +488,17 @@ static int apply_option(const opt_def_t *d, const char *arg, command_t mode, opt
         return parse_int(opt, arg, 1, INT_MAX, mode == CMD_TABLE ? &o->table.layers : &g->layers,
                          msg, len);
     case OPT_TP: return parse_int(opt, arg, 1, TP_MAX, &g->tp, msg, len);
+    case OPT_STEP:
+        if (step_parse(arg, &g->step)) FAIL("--step: '%s' is not attend or append", arg);
+        return 0;
+    case OPT_ROPE:
+        if (rope_parse(arg, &g->rope)) FAIL("--rope: '%s' is not neox or gptj", arg);
+        return 0;
+    case OPT_ROPE_BASE:
+        if (parse_positive_double(opt, arg, &g->rope_base, msg, len)) return -1;
+        if (!(g->rope_base > 1.0)) FAIL("--rope-base must be above 1 (got %s)", arg);
+        return 0;
+    case OPT_ROPE_SCALE: return parse_positive_double(opt, arg, &g->rope_scale, msg, len);
     case OPT_KERNEL:
         if (!attn_kernel_find(arg)) FAIL("--kernel: unknown kernel '%s' (attnbench list shows them)", arg);
         o->kernels[0] = attn_kernel_find(arg)->name;
@@ -591,6 +608,15 @@ static void apply_model(grid_t *g, unsigned *set)
     *set |= GRID_FIELD_HEADS | GRID_FIELD_KV_HEADS | GRID_FIELD_HEAD_DIM | GRID_FIELD_LAYERS;
 }
 
+/* The RoPE options describe --step append's rotation: on a line without it they would
+ * be silently ignored. */
+static int check_rope(const grid_t *g, unsigned set, char *msg, size_t len)
+{
+    if ((set & GRID_FIELDS_ROPE) && g->step != STEP_APPEND)
+        FAIL("--rope, --rope-base and --rope-scale need --step append");
+    return 0;
+}
+
 static void options_init(options_t *o)
 {
     memset(o, 0, sizeof *o);
@@ -634,6 +660,7 @@ int options_parse(int argc, char **argv, command_t cmd, options_t *o, char *msg,
     int rc = parse_line(argc, argv, cmd, o, &o->grid_set, msg, len);
     if (rc) return rc;
     apply_model(&o->grid, &o->grid_set);
+    if (check_rope(&o->grid, o->grid_set, msg, len)) return -1;
     if (cmd == CMD_VERIFY && !o->suite) o->suite = "quick";
     if (o->resume && !o->out) FAIL("--resume needs --out FILE.csv (the sweep to resume)");
     if (o->resume && o->force)
@@ -671,5 +698,5 @@ int options_parse_suite_line(int argc, char **argv, options_t *o, char *msg, siz
     options_init(o);
     if (parse_line(argc, argv, SUITE_LINE, o, &o->grid_set, msg, len)) return -1;
     apply_model(&o->grid, &o->grid_set);
-    return 0;
+    return check_rope(&o->grid, o->grid_set, msg, len);
 }

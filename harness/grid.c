@@ -92,6 +92,10 @@ void grid_default(grid_t *g)
     g->model = p.model;
     g->layers = p.layers;
     g->tp = p.tp;
+    g->step = p.step;
+    g->rope = p.rope;
+    g->rope_base = p.rope_base;
+    g->rope_scale = p.rope_scale;
 }
 
 /* The axes in expansion order, outermost first (see grid.h). */
@@ -151,6 +155,10 @@ static void point_at(const grid_t *g, const int *idx, problem_t *p)
     p->layers = g->layers;
     p->tp = g->tp;
     p->model = g->model;
+    p->step = g->step;
+    p->rope = g->rope;
+    p->rope_base = g->rope_base;
+    p->rope_scale = g->rope_scale;
 }
 
 /* Odometer step, innermost axis fastest. An inner axis's size may depend on outer
@@ -275,4 +283,8 @@ void grid_override(grid_t *dst, const grid_t *src, unsigned fields)
     if (fields & GRID_FIELD_MODEL) dst->model = src->model;
     if (fields & GRID_FIELD_LAYERS) dst->layers = src->layers;
     if (fields & GRID_FIELD_TP) dst->tp = src->tp;
+    if (fields & GRID_FIELD_STEP) dst->step = src->step;
+    if (fields & GRID_FIELD_ROPE) dst->rope = src->rope;
+    if (fields & GRID_FIELD_ROPE_BASE) dst->rope_base = src->rope_base;
+    if (fields & GRID_FIELD_ROPE_SCALE) dst->rope_scale = src->rope_scale;
 }

@@ -16,6 +16,7 @@
 #include "../problem/kv_quant.h"
 #include "verify.h"
 #include "../reference/reference.h"
+#include "../kernels/append_step.h"
 
 /* The host, not the GPU, ran out of memory: an `error` row, retried on --resume, where
  * the GPU's own allocation failures make the row `oom`. */
@@ -70,10 +71,17 @@ static const attn_kernel_t *plan_for(const runner_t *r, const problem_t *p,
     memset(plan, 0, sizeof *plan);
     plan->runs = k;
     plan->split = split_plan_fixed(problem_keys(p), 1, 1);
-    if (k->unsupported(p)) return NULL;
+    if (attn_kernel_unsupported(k, p)) return NULL;
     k->plan(p, &r->dev, plan);
     if (!plan->runs) plan->runs = k;
     return plan->runs;
+}
+
+/* The shortest text of x that reads back as the same double. */
+static void shortest(double x, char *buf, size_t len)
+{
+    snprintf(buf, len, "%.15g", x);
+    if (strtod(buf, NULL) != x) snprintf(buf, len, "%.17g", x);
 }
 
 /* The options that rerun exactly this row with `attnbench run`: the problem's and
@@ -94,12 +102,17 @@ static void row_args(const problem_t *p, const attn_kernel_t *k, const timing_op
     if (p->indirection) MORE(" --indirection");
     MORE(" --multi-block %s", multi_block_name(p->multi_block));
     if (p->splits) MORE(" --splits %d", p->splits);
+    char num[32];
     if (p->q_scaling != 1.0) {
-        /* the shortest text that reads back as the same double */
-        char q[32];
-        snprintf(q, sizeof q, "%.15g", p->q_scaling);
-        if (strtod(q, NULL) != p->q_scaling) snprintf(q, sizeof q, "%.17g", p->q_scaling);
-        MORE(" --q-scaling %s", q);
+        shortest(p->q_scaling, num, sizeof num);
+        MORE(" --q-scaling %s", num);
+    }
+    if (p->step == STEP_APPEND) {
+        MORE(" --step append --rope %s", rope_name(p->rope));
+        shortest(p->rope_base, num, sizeof num);
+        MORE(" --rope-base %s", num);
+        shortest(p->rope_scale, num, sizeof num);
+        MORE(" --rope-scale %s", num);
     }
     if (p->tp > 1) MORE(" --tp %d", p->tp);
     if (t->hot) MORE(" --hot");
@@ -136,6 +149,7 @@ void runner_describe_unplanned(const char *gpu, const timing_opts_t *timing, con
     row->tp = p->tp;
     row_args(p, k, timing, row->args, sizeof row->args);
     snprintf(row->kv_dtype, sizeof row->kv_dtype, "%s", dtype_name(problem_kv_dtype(p)));
+    snprintf(row->step, sizeof row->step, "%s", step_name(p->step));
 }
 
 /* The row's configuration columns and the plan they record; returns the kernel the
@@ -159,7 +173,7 @@ void runner_describe_row(const runner_t *r, const problem_t *p, const attn_kerne
 
 /* Everything one configuration allocates; freed in one place. */
 typedef struct buffers {
-    void *q, *out, *kv[2], *workspace, *kv_scale;
+    void *q, *out, *kv[2], *workspace, *kv_scale, *qkv;
     void *last_out;   /* the last verified launch's output, copied aside */
     int32_t *block_table, *owner, *first_pos, *indirection;
     int32_t *host_indirection;
@@ -170,7 +184,7 @@ typedef struct buffers {
 
 static void buffers_free(buffers_t *b)
 {
-    void *all[] = {b->q, b->out, b->kv[0], b->kv[1], b->workspace, b->kv_scale, b->last_out,
+    void *all[] = {b->q, b->out, b->kv[0], b->kv[1], b->workspace, b->kv_scale, b->qkv, b->last_out,
                    b->block_table, b->owner, b->first_pos, b->indirection};
     for (size_t i = 0; i < sizeof all / sizeof all[0]; ++i)
         if (all[i]) cudaFree(all[i]);
@@ -196,10 +210,31 @@ static cudaError_t upload(void **dst, const void *src, size_t bytes, cudaStream_
     return e;
 }
 
+/* One step: with --step append, the append kernel writes the query and the cache's
+ * current slot (q and cache: the writable buffers behind a->q and the slot) first. */
+typedef struct step_launch {
+    attn_args_t *a;
+    void *q, *cache;
+} step_launch_t;
+
 static cudaError_t launch_step(void *ctx, cudaStream_t s)
 {
-    attn_args_t *a = (attn_args_t *)ctx;
-    return a->plan.runs->launch(a, s);
+    step_launch_t *l = (step_launch_t *)ctx;
+    if (l->a->problem.step == STEP_APPEND) {
+        cudaError_t e = append_launch(l->a, l->q, l->cache, s);
+        if (e != cudaSuccess) return e;
+    }
+    return l->a->plan.runs->launch(l->a, s);
+}
+
+/* What a --step append launch must write, poisoned: the query (NaN) and the cache's
+ * current slots (append_poison). Nothing for --step attend. */
+static cudaError_t poison_step_inputs(const step_launch_t *l, cudaStream_t s)
+{
+    const problem_t *p = &l->a->problem;
+    if (p->step != STEP_APPEND) return cudaSuccess;
+    cudaError_t e = fill_nan(l->q, (int64_t)problem_streams(p) * p->heads * p->head_dim, p->dtype, s);
+    return e == cudaSuccess ? append_poison(l->a, l->cache, s) : e;
 }
 
 /* The output rows checked against the reference and the reference's values of them
@@ -357,12 +392,14 @@ typedef struct last_launch {
     size_t bytes;
     int64_t elements;
     dtype_t dtype;
+    const step_launch_t *step;   /* its inputs written by --step append, poisoned too */
 } last_launch_t;
 
 static cudaError_t poison_output(void *ctx, cudaStream_t s)
 {
     last_launch_t *l = (last_launch_t *)ctx;
-    return fill_nan(l->out, l->elements, l->dtype, s);
+    cudaError_t e = fill_nan(l->out, l->elements, l->dtype, s);
+    return e == cudaSuccess ? poison_step_inputs(l->step, s) : e;
 }
 
 static cudaError_t keep_output(void *ctx, cudaStream_t s)
@@ -388,6 +425,8 @@ void runner_row(runner_t *r, const problem_t *p, const attn_kernel_t *k, result_
         return;
     }
     attn_io_t io = run->io(p, &plan);
+    io.bytes += io_append_bytes(p);
+    io.unique_bytes += io_append_bytes(p);
     row->bytes = io.bytes;
     row->unique_bytes = io.unique_bytes;
     row->workspace_bytes = io.workspace_bytes;
@@ -456,7 +495,13 @@ void runner_row(runner_t *r, const problem_t *p, const attn_kernel_t *k, result_
             for (int h = 0; h < n; ++h) b.host_kv_scale[which * n + h] = kv_quant_scale(&m.geom, which, h);
         CK(upload(&b.kv_scale, b.host_kv_scale, 2 * (size_t)n * sizeof(float), s));
     }
-    CK(fill_q(b.q, p, seed, s));
+    if (p->step == STEP_APPEND) {
+        /* the step's input; the query and the current slots it writes are poisoned below */
+        CK(alloc(&b.qkv, m.qkv));
+        CK(fill_qkv(b.qkv, p, &m.geom, seed, s));
+    } else {
+        CK(fill_q(b.q, p, seed, s));
+    }
     for (int part = 0; part < 2; ++part)
         if (m.kv_elements[part])
             CK(fill_kv(b.kv[part], m.kv_elements[part], problem_kv_dtype(p), &m.geom, part, seed,
@@ -478,7 +523,11 @@ void runner_row(runner_t *r, const problem_t *p, const attn_kernel_t *k, result_
     a.num_blocks = b.map.num_blocks;
     a.indirection = b.indirection;
     a.kv_scale = (const float *)b.kv_scale;
+    a.qkv = b.qkv;
     a.workspace = b.workspace;
+    /* bifurcated keeps the current position in its decoded part */
+    step_launch_t step = {&a, b.q, b.kv[m.geom.layout == LAYOUT_BIFURCATED]};
+    CK(poison_step_inputs(&step, s));
     if (e == cudaSuccess && run->setup) {
         e = run->setup(&a);
         set_up = e == cudaSuccess;
@@ -492,11 +541,11 @@ void runner_row(runner_t *r, const problem_t *p, const attn_kernel_t *k, result_
     CK(cudaDeviceSynchronize());
     /* One launch on the poisoned output, then the check, then the timing, whose last
      * launch is checked too (without timing, a second launch on a poisoned output). */
-    CK(launch_step(&a, s));
+    CK(launch_step(&step, s));
     CK(cudaStreamSynchronize(s));
     checked_rows_t checked = {0};
     int64_t out_elements = (int64_t)problem_streams(p) * p->heads * p->head_dim;
-    last_launch_t last = {b.out, NULL, m.out, out_elements, p->dtype};
+    last_launch_t last = {b.out, NULL, m.out, out_elements, p->dtype, &step};
     timer_last_t last_hooks = {poison_output, keep_output, &last};
     if (e == cudaSuccess && r->verify) {
         nvtx_push("verify");
@@ -512,7 +561,7 @@ void runner_row(runner_t *r, const problem_t *p, const attn_kernel_t *k, result_
         last.copy = b.last_out;
         if (!r->time) {
             CK(poison_output(&last, s));
-            CK(launch_step(&a, s));
+            CK(launch_step(&step, s));
             CK(keep_output(&last, s));
             CK(cudaStreamSynchronize(s));
             CK(judge_output(p, b.last_out, &checked, "second", row));
@@ -526,7 +575,7 @@ void runner_row(runner_t *r, const problem_t *p, const attn_kernel_t *k, result_
         bool check_last = r->verify && !r->timing.profile;
         if (r->before_timing) r->before_timing(r->before_timing_ctx);
         /* pushes warm-up, timed */
-        e = timer_run(r->timer, launch_step, &a, &r->timing, check_last ? &last_hooks : NULL, &t);
+        e = timer_run(r->timer, launch_step, &step, &r->timing, check_last ? &last_hooks : NULL, &t);
         if (e == cudaSuccess) {
             row->iters = t.times.n;
             row->median_us = t.times.median;

@@ -146,4 +146,5 @@ const attn_kernel_t kernel_auto = {
     .workspace_bytes = auto_workspace_bytes,
     .io = auto_io,
     .launch = auto_launch,
+    .runs_append = 1,
 };

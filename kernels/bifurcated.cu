@@ -664,7 +664,7 @@ extern "C" const attn_kernel_t kernel_bifurcated = {
     "contiguous (split context/decoded buffers), paged (shared context blocks); fp16, bf16 (tensor cores at "
     "d 64/80/96/128/256), fp32; d multiple of 8 up to 256; any h/g, W; indirection; --multi-block, --splits; "
     "--kv-dtype fp8|int8 with --kv-scale tensor|head (both parts on mma.sync at d 64/128/256, Hopper too; "
-    "CUDA cores elsewhere)",
+    "CUDA cores elsewhere); --step append",
     attn_core_unsupported,
     bif_layout,
     bif_plan,
@@ -674,4 +674,6 @@ extern "C" const attn_kernel_t kernel_bifurcated = {
     bif_setup,
     bif_launch,
     bif_teardown,
+    NULL, /* not a peer */
+    1,    /* runs --step append */
 };
