@@ -416,6 +416,41 @@ static void check_sticky(runner_t *r)
     if (cudaDeviceSynchronize() != cudaSuccess) r->broken = true;
 }
 
+/* The paged block map, the beam history and an 8-bit cache's scales, on the device
+ * (ordered on s) and, where the reference reads them, on the host. */
+static cudaError_t upload_tables(const problem_t *p, const mem_plan_t *m, uint64_t seed,
+                                 cudaStream_t s, buffers_t *b)
+{
+    cudaError_t e = cudaSuccess;
+#define CK(call) do { if (e == cudaSuccess) e = (call); } while (0)
+    if (e == cudaSuccess && m->geom.layout == LAYOUT_PAGED) {
+        if (paged_map_build(p, seed, &b->map) != 0) e = HOST_SHORT;
+        else b->have_map = 1;
+        size_t table = (size_t)problem_streams(p) * b->map.max_blocks_per_seq * sizeof(int32_t);
+        size_t owners = (size_t)b->map.num_blocks * sizeof(int32_t);
+        CK(upload((void **)&b->block_table, b->map.table, table, s));
+        CK(upload((void **)&b->owner, b->map.owner, owners, s));
+        CK(upload((void **)&b->first_pos, b->map.first_pos, owners, s));
+    }
+    if (e == cudaSuccess && p->indirection) {
+        b->host_indirection = beam_history_build(p, seed);
+        if (!b->host_indirection) e = HOST_SHORT;
+        CK(upload((void **)&b->indirection, b->host_indirection,
+                  (size_t)problem_streams(p) * problem_keys(p) * sizeof(int32_t), s));
+    }
+    if (e == cudaSuccess && m->kv_scale) {
+        /* the scales the fill quantised with (kv_quant.h), for the kernel to dequantise */
+        const int n = kv_scale_entries(&m->geom);
+        b->host_kv_scale = malloc(2 * (size_t)n * sizeof *b->host_kv_scale);
+        if (!b->host_kv_scale) e = HOST_SHORT;
+        for (int which = 0; which < 2 && e == cudaSuccess; ++which)
+            for (int h = 0; h < n; ++h) b->host_kv_scale[which * n + h] = kv_quant_scale(&m->geom, which, h);
+        CK(upload(&b->kv_scale, b->host_kv_scale, 2 * (size_t)n * sizeof(float), s));
+    }
+#undef CK
+    return e;
+}
+
 void runner_row(runner_t *r, const problem_t *p, const attn_kernel_t *k, result_row_t *row)
 {
     attn_plan_t plan;
@@ -471,30 +506,7 @@ void runner_row(runner_t *r, const problem_t *p, const attn_kernel_t *k, result_
     CK(alloc(&b.kv[0], m.kv[0]));
     CK(alloc(&b.kv[1], m.kv[1]));
     CK(alloc(&b.workspace, m.workspace));
-    if (e == cudaSuccess && m.geom.layout == LAYOUT_PAGED) {
-        if (paged_map_build(p, seed, &b.map) != 0) e = HOST_SHORT;
-        else b.have_map = 1;
-        size_t table = (size_t)problem_streams(p) * b.map.max_blocks_per_seq * sizeof(int32_t);
-        size_t owners = (size_t)b.map.num_blocks * sizeof(int32_t);
-        CK(upload((void **)&b.block_table, b.map.table, table, s));
-        CK(upload((void **)&b.owner, b.map.owner, owners, s));
-        CK(upload((void **)&b.first_pos, b.map.first_pos, owners, s));
-    }
-    if (e == cudaSuccess && p->indirection) {
-        b.host_indirection = beam_history_build(p, seed);
-        if (!b.host_indirection) e = HOST_SHORT;
-        CK(upload((void **)&b.indirection, b.host_indirection,
-                  (size_t)problem_streams(p) * problem_keys(p) * sizeof(int32_t), s));
-    }
-    if (e == cudaSuccess && m.kv_scale) {
-        /* the scales the fill quantised with (kv_quant.h), for the kernel to dequantise */
-        const int n = kv_scale_entries(&m.geom);
-        b.host_kv_scale = malloc(2 * (size_t)n * sizeof *b.host_kv_scale);
-        if (!b.host_kv_scale) e = HOST_SHORT;
-        for (int which = 0; which < 2 && e == cudaSuccess; ++which)
-            for (int h = 0; h < n; ++h) b.host_kv_scale[which * n + h] = kv_quant_scale(&m.geom, which, h);
-        CK(upload(&b.kv_scale, b.host_kv_scale, 2 * (size_t)n * sizeof(float), s));
-    }
+    CK(upload_tables(p, &m, seed, s, &b));
     if (p->step == STEP_APPEND) {
         /* the step's input; the query and the current slots it writes are poisoned below */
         CK(alloc(&b.qkv, m.qkv));
@@ -660,9 +672,13 @@ void runner_print_row(FILE *f, const result_row_t *row)
         snprintf(dtype, sizeof dtype, "%s", row->dtype);
     if (row->block_size) snprintf(cache, sizeof cache, "%s%d", row->cache, row->block_size);
     else snprintf(cache, sizeof cache, "%s", row->cache);
+    /* the whole step (--step append) is told in the last column, after the flags */
+    char flags[48];
+    snprintf(flags, sizeof flags, "%s%s%s", row->flags, row->flags[0] && !strcmp(row->step, "append") ? " " : "",
+             strcmp(row->step, "append") ? "" : "append");
     fprintf(f, "%-18s %5d %5d %4d %4d %4d %7d %5d %-5s %-10s %6d %-11s %10.2f %8.1f %6.1f %9.2e %-8s %5.0f %s\n",
             kernel, row->batch, row->beam, row->heads, row->kv_heads, row->head_dim, row->ctx,
             row->gen, dtype, cache, row->splits, row->status, row->median_us, row->gbps,
-            row->pct_peak_bw, row->rel_err, row->verified, row->sm_mhz, row->flags);
+            row->pct_peak_bw, row->rel_err, row->verified, row->sm_mhz, flags);
     fflush(f);
 }
