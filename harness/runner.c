@@ -14,6 +14,7 @@
 #include "../problem/presets.h"
 #include "../problem/logical_data.h"
 #include "../problem/kv_quant.h"
+#include "../problem/append.h"
 #include "verify.h"
 #include "../reference/reference.h"
 #include "../kernels/append_step.h"
@@ -173,23 +174,24 @@ void runner_describe_row(const runner_t *r, const problem_t *p, const attn_kerne
 
 /* Everything one configuration allocates; freed in one place. */
 typedef struct buffers {
-    void *q, *out, *kv[2], *workspace, *kv_scale, *qkv;
+    void *q, *out, *kv[2], *workspace, *kv_scale, *qkv, *rope_cs;
     void *last_out;   /* the last verified launch's output, copied aside */
     int32_t *block_table, *owner, *first_pos, *indirection;
     int32_t *host_indirection;
-    float *host_kv_scale;
+    float *host_kv_scale, *host_rope_cs;
     paged_map_t map;
     int have_map;
 } buffers_t;
 
 static void buffers_free(buffers_t *b)
 {
-    void *all[] = {b->q, b->out, b->kv[0], b->kv[1], b->workspace, b->kv_scale, b->qkv, b->last_out,
+    void *all[] = {b->q, b->out, b->kv[0], b->kv[1], b->workspace, b->kv_scale, b->qkv, b->rope_cs, b->last_out,
                    b->block_table, b->owner, b->first_pos, b->indirection};
     for (size_t i = 0; i < sizeof all / sizeof all[0]; ++i)
         if (all[i]) cudaFree(all[i]);
     free(b->host_indirection);
     free(b->host_kv_scale);
+    free(b->host_rope_cs);
     if (b->have_map) paged_map_free(&b->map);
     memset(b, 0, sizeof *b);
 }
@@ -416,8 +418,9 @@ static void check_sticky(runner_t *r)
     if (cudaDeviceSynchronize() != cudaSuccess) r->broken = true;
 }
 
-/* The paged block map, the beam history and an 8-bit cache's scales, on the device
- * (ordered on s) and, where the reference reads them, on the host. */
+/* The paged block map, the beam history, an 8-bit cache's scales and --step append's
+ * cos/sin table, on the device (ordered on s) and, where the reference reads them, on
+ * the host. */
 static cudaError_t upload_tables(const problem_t *p, const mem_plan_t *m, uint64_t seed,
                                  cudaStream_t s, buffers_t *b)
 {
@@ -446,6 +449,16 @@ static cudaError_t upload_tables(const problem_t *p, const mem_plan_t *m, uint64
         for (int which = 0; which < 2 && e == cudaSuccess; ++which)
             for (int h = 0; h < n; ++h) b->host_kv_scale[which * n + h] = kv_quant_scale(&m->geom, which, h);
         CK(upload(&b->kv_scale, b->host_kv_scale, 2 * (size_t)n * sizeof(float), s));
+    }
+    if (e == cudaSuccess && p->step == STEP_APPEND) {
+        /* the current position's cos and sin, as an engine's precomputed cache holds them */
+        const int pairs = p->head_dim / 2, pos = append_position(p->ctx, p->gen);
+        b->host_rope_cs = malloc(2 * (size_t)pairs * sizeof *b->host_rope_cs);
+        if (!b->host_rope_cs) e = HOST_SHORT;
+        for (int i = 0; i < pairs && e == cudaSuccess; ++i)
+            rope_cos_sin(p->rope_base, p->rope_scale, p->head_dim, pos, i, &b->host_rope_cs[2 * i],
+                         &b->host_rope_cs[2 * i + 1]);
+        CK(upload(&b->rope_cs, b->host_rope_cs, 2 * (size_t)pairs * sizeof(float), s));
     }
 #undef CK
     return e;
@@ -536,6 +549,7 @@ void runner_row(runner_t *r, const problem_t *p, const attn_kernel_t *k, result_
     a.indirection = b.indirection;
     a.kv_scale = (const float *)b.kv_scale;
     a.qkv = b.qkv;
+    a.rope_cs = (const float *)b.rope_cs;
     a.workspace = b.workspace;
     /* bifurcated keeps the current position in its decoded part */
     step_launch_t step = {&a, b.q, b.kv[m.geom.layout == LAYOUT_BIFURCATED]};

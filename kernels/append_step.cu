@@ -1,7 +1,8 @@
 /* --step append's kernel (kernels/append_step.h). One thread per rotated pair of a head of the
- * packed QKV row: q and k pairs turn by RoPE (in double, as problem/append.h defines it),
- * v pairs are copied; each thread stores its two elements. The step moves a few hundred
- * kilobytes at most, so the kernel is one short grid. */
+ * packed QKV row: q and k pairs turn by RoPE (the cos/sin table's entry of the pair, the
+ * products in double as problem/append.h's rope_turn), v pairs are copied; each thread
+ * stores its two elements. The step moves a few hundred kilobytes at most, so the kernel
+ * is one short grid. */
 #include "append_step.h"
 
 #include <cuda_fp16.h>
@@ -29,8 +30,8 @@ template <> struct elem<float> {
 
 struct append_params {
     kv_geometry_t g;
-    int heads, streams, rope, pos;
-    double base, scale;
+    int heads, streams, rope;
+    const float *rope_cs;      /* [d/2][2]: cos, sin */
     const int32_t *block_table;
     const float *kv_scale;     /* 8-bit cache: [2][scale_entries] */
     int scale_entries;
@@ -41,7 +42,8 @@ struct append_params {
 __device__ __forceinline__ int64_t slot_offset(const append_params &P, int stream, int which, int head)
 {
     int in_ctx;
-    return kv_row_offset(&P.g, P.block_table, nullptr, stream, which, head, P.pos, &in_ctx);
+    return kv_row_offset(&P.g, P.block_table, nullptr, stream, which, head,
+                         append_position(P.g.ctx, P.g.gen), &in_ctx);
 }
 
 /* KV8: the cache holds 8-bit codes (P.g.kv_quant), else elements of T. */
@@ -49,42 +51,30 @@ template <typename T, bool KV8>
 __global__ void __launch_bounds__(APPEND_THREADS)
 append_kernel(const T *__restrict__ qkv, T *__restrict__ q, void *__restrict__ cache, append_params P)
 {
-    const int d = P.g.head_dim, half_d = d / 2, g = P.g.kv_heads;
-    const int rows = P.heads + 2 * g;
-    const int64_t pairs = (int64_t)P.streams * rows * half_d;
+    const int64_t pairs = (int64_t)P.streams * (P.heads + 2 * P.g.kv_heads) * (P.g.head_dim / 2);
     for (int64_t t = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; t < pairs;
          t += (int64_t)gridDim.x * blockDim.x) {
-        const int i = (int)(t % half_d);
-        const int64_t r = t / half_d;          /* the head row of the packed QKV */
-        const int row = (int)(r % rows), stream = (int)(r / rows);
-        int x0, x1;
-        rope_pair(P.rope, d, i, &x0, &x1);
-        const float a = elem<T>::load(qkv + r * d + x0), b = elem<T>::load(qkv + r * d + x1);
-        const int which = row >= P.heads + g;  /* 0: q or k (rotated), 1: v */
+        const append_pair_t w = append_pair_at(&P.g, P.block_table, P.heads, P.rope, t);
+        const float a = elem<T>::load(qkv + w.src + w.x0), b = elem<T>::load(qkv + w.src + w.x1);
         float y0 = a, y1 = b;
-        if (!which) {
+        if (w.rotate) {
             double r0, r1;
-            rope_rotate(P.base, P.scale, d, P.pos, i, a, b, &r0, &r1);
+            rope_turn(a, b, P.rope_cs[2 * w.i], P.rope_cs[2 * w.i + 1], &r0, &r1);
             y0 = (float)r0;
             y1 = (float)r1;
         }
-        if (row < P.heads) {
-            T *out = q + ((int64_t)stream * P.heads + row) * d;
-            elem<T>::store(out + x0, y0);
-            elem<T>::store(out + x1, y1);
-            continue;
-        }
-        const int head = row - P.heads - which * g;
-        const int64_t off = slot_offset(P, stream, which, head);
-        if (KV8) {
-            const float sc = P.kv_scale[which * P.scale_entries + (P.scale_entries > 1 ? head : 0)];
-            uint8_t *c = static_cast<uint8_t *>(cache) + off;
-            c[x0] = kv_quant_code(P.g.kv_quant, y0 / sc);
-            c[x1] = kv_quant_code(P.g.kv_quant, y1 / sc);
+        if (!w.to_cache) {
+            elem<T>::store(q + w.dst + w.x0, y0);
+            elem<T>::store(q + w.dst + w.x1, y1);
+        } else if (KV8) {
+            const float sc = P.kv_scale[w.which * P.scale_entries + (P.scale_entries > 1 ? w.head : 0)];
+            uint8_t *c = static_cast<uint8_t *>(cache) + w.dst;
+            c[w.x0] = kv_quant_code(P.g.kv_quant, y0 / sc);
+            c[w.x1] = kv_quant_code(P.g.kv_quant, y1 / sc);
         } else {
-            T *c = static_cast<T *>(cache) + off;
-            elem<T>::store(c + x0, y0);
-            elem<T>::store(c + x1, y1);
+            T *c = static_cast<T *>(cache) + w.dst;
+            elem<T>::store(c + w.x0, y0);
+            elem<T>::store(c + w.x1, y1);
         }
     }
 }
@@ -119,9 +109,7 @@ append_params params_of(const attn_args_t *a)
     P.heads = p->heads;
     P.streams = problem_streams(p);
     P.rope = p->rope;
-    P.pos = append_position(p->ctx, p->gen);
-    P.base = p->rope_base;
-    P.scale = p->rope_scale;
+    P.rope_cs = a->rope_cs;
     P.block_table = a->block_table;
     P.kv_scale = a->kv_scale;
     P.scale_entries = kv_scale_entries(&a->geom);
@@ -153,7 +141,7 @@ bool args_ok(const attn_args_t *a, const void *cache)
 
 extern "C" cudaError_t append_launch(const attn_args_t *a, void *q, void *cache, cudaStream_t s)
 {
-    if (!a || !a->qkv || !q || !args_ok(a, cache)) return cudaErrorInvalidValue;
+    if (!a || !a->qkv || !a->rope_cs || !q || !args_ok(a, cache)) return cudaErrorInvalidValue;
     switch (a->problem.dtype) {
     case DTYPE_FP16: return launch_typed<__half>(a, q, cache, s);
     case DTYPE_BF16: return launch_typed<__nv_bfloat16>(a, q, cache, s);

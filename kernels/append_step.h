@@ -13,7 +13,7 @@
 extern "C" {
 #endif
 
-/* Enqueues the step on s: reads a->qkv, writes the rotated q into q ([B*W, h, d] in
+/* Enqueues the step on s: reads a->qkv and a->rope_cs, writes the rotated q into q ([B*W, h, d] in
  * dtype) and K/V into the current slot of every stream in cache, the buffer of a->geom's
  * layout that holds it (the contiguous cache, the paged pool, or bifurcated's decoded
  * part); paged addresses through a->block_table, an 8-bit cache quantises with

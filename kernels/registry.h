@@ -67,6 +67,8 @@ typedef struct attn_args {
      * (problem/append.h), which kernels/append_step.h's kernel turns into q and the cache's
      * current slot before the attention kernel runs; NULL otherwise. */
     const void *qkv;
+    const float *rope_cs;          /* --step append: cos and sin of the current position's
+                                      angles, [d/2][2] (problem/append.h rope_cos_sin) */
     void *workspace;               /* plan-dependent scratch, workspace_bytes() long, zeroed once */
     void *state;                   /* the kernel's own, made by setup, freed by teardown */
     char why[ATTN_WHY_LEN];        /* setup's reason where it returns ATTN_SETUP_UNSUPPORTED */

@@ -9,7 +9,7 @@
  *
  * The step rotates q and k by the current position, pos = ctx + gen - 1 (gen counts the
  * current token), divided by --rope-scale; pair i of a head turns by the angle
- * pos / scale * base^(-2i/d). It writes the rotated q, rounded to --dtype, where the
+ * pos / scale * base^(-2i/d), whose cos and sin it reads from a table of floats. It writes the rotated q, rounded to --dtype, where the
  * attention reads its query, and the rotated k and the v into the cache's slot of the
  * current position: rounded to the cache's dtype, or an 8-bit cache's codes at its
  * calibrated scales (kv_quant.h). The scales are the data's, set before the step, so a
@@ -40,21 +40,39 @@ HD void rope_pair(int style, int d, int i, int *x0, int *x1)
 }
 
 /* The angle of pair i at position pos, in double: in float, pos times the frequency
- * would lose the angle's fraction at long contexts (an error near pos * 2^-24 radians),
- * which engines avoid by precomputing cos/sin tables. */
+ * would lose the angle's fraction at long contexts (an error near pos * 2^-24 radians). */
 HD double rope_angle(double base, double scale, int d, int pos, int i)
 {
     return ((double)pos / scale) * pow(base, -2.0 * i / d);
 }
 
-/* Pair (a, b) of a head turned by pair i's angle at position pos:
- * (a cos - b sin, a sin + b cos). */
-HD void rope_rotate(double base, double scale, int d, int pos, int i, double a, double b,
-                    double *y0, double *y1)
+/* cos and sin of pair i's angle at position pos, computed in double and rounded to float:
+ * entry i of the table [d/2][2] the step's kernel reads, built once outside timing, as
+ * engines precompute their cos/sin cache. */
+HD void rope_cos_sin(double base, double scale, int d, int pos, int i, float *c, float *s)
 {
-    const double t = rope_angle(base, scale, d, pos, i), c = cos(t), s = sin(t);
-    *y0 = a * c - b * s;
-    *y1 = a * s + b * c;
+    const double t = rope_angle(base, scale, d, pos, i);
+    *c = (float)cos(t);
+    *s = (float)sin(t);
+}
+
+/* Pair (a, b) turned by (c, s): (a c - b s, a s + b c). Each product of two floats is
+ * exact in double, so the result is the same on the host and on the GPU, contracted
+ * into an FMA or not. */
+HD void rope_turn(float a, float b, float c, float s, double *y0, double *y1)
+{
+    *y0 = (double)a * c - (double)b * s;
+    *y1 = (double)a * s + (double)b * c;
+}
+
+/* Pair (a, b) of a head turned by pair i's angle at position pos (rope_cos_sin, then
+ * rope_turn): what the step computes. */
+HD void rope_rotate(double base, double scale, int d, int pos, int i, float a, float b, double *y0,
+                    double *y1)
+{
+    float c, s;
+    rope_cos_sin(base, scale, d, pos, i, &c, &s);
+    rope_turn(a, b, c, s, y0, y1);
 }
 
 /* v rounded to the nearest value of dtype t, ties to even, as __float2half_rn and
@@ -70,6 +88,45 @@ HD float dtype_round(float v, int t)
     if (t == DTYPE_BF16 && quantum < -133) quantum = -133;
     const float r = ldexpf(rintf(ldexpf(v, -quantum)), quantum);
     return t == DTYPE_FP16 && fabsf(r) > 65504.0f ? copysignf(INFINITY, v) : r;
+}
+
+/* One thread's work in the step's kernel: pair t of its grid, t from 0 to
+ * B*W * (h + 2g) * d/2 (each head row of the packed QKV, then its pairs), tells the row it
+ * reads and where its two elements go. */
+typedef struct append_pair {
+    int64_t src;       /* the packed QKV head row (element offset) */
+    int x0, x1;        /* the pair's elements in its row */
+    int i;             /* the pair's index: its RoPE frequency */
+    int rotate;        /* q and k turn by RoPE; v is copied */
+    int to_cache;      /* 0: a query row of [B*W, h, d]; 1: the cache's current slot */
+    int which, head;   /* in the cache: K (0) or V (1), and the kv head (its scale) */
+    int64_t dst;       /* the destination row (element offset in the query buffer or the
+                          cache buffer of g's layout that holds the current position) */
+} append_pair_t;
+
+HD append_pair_t append_pair_at(const kv_geometry_t *g, const int32_t *block_table, int heads, int rope,
+                                int64_t t)
+{
+    append_pair_t a;
+    const int d = g->head_dim, rows = heads + 2 * g->kv_heads;
+    a.i = (int)(t % (d / 2));
+    const int64_t r = t / (d / 2);
+    const int row = (int)(r % rows), stream = (int)(r / rows);
+    a.src = r * d;
+    rope_pair(rope, d, a.i, &a.x0, &a.x1);
+    a.which = row >= heads + g->kv_heads;
+    a.rotate = !a.which;
+    a.to_cache = row >= heads;
+    a.head = a.to_cache ? row - heads - a.which * g->kv_heads : row;
+    if (!a.to_cache) {
+        a.dst = ((int64_t)stream * heads + row) * d;
+    } else {
+        /* the current position is always the stream's own slot (no indirection) */
+        int in_ctx;
+        a.dst = kv_row_offset(g, block_table, NULL, stream, a.which, a.head,
+                              append_position(g->ctx, g->gen), &in_ctx);
+    }
+    return a;
 }
 
 /* Column col of stream `stream`'s packed QKV row ((h + 2g) * d columns), before RoPE. */

@@ -1,5 +1,6 @@
-/* The reference of --step append's writes (problem/append.h): RoPE in double on the
- * packed QKV's logical values, then the rounding or quantisation the cache applies. */
+/* The reference of --step append's writes (problem/append.h): RoPE on the packed QKV's
+ * logical values (rope_rotate: the cos/sin table's floats, the products in double, as the
+ * kernel computes it), then the rounding or quantisation the cache applies. */
 #include "reference.h"
 
 #include "../problem/append.h"

@@ -79,14 +79,20 @@ static void test_rope_angles_and_rotation(void **state)
     /* position 0: no rotation */
     rope_rotate(10000.0, 1.0, 128, 0, 5, 0.75, -0.5, &y0, &y1);
     assert_true(y0 == 0.75 && y1 == -0.5);
-    /* pair 0 at position 1: a turn of one radian */
-    rope_rotate(10000.0, 1.0, 128, 1, 0, 1.0, 0.0, &y0, &y1);
-    assert_true(fabs(y0 - cos(1.0)) < 1e-15 && fabs(y1 - sin(1.0)) < 1e-15);
-    rope_rotate(10000.0, 1.0, 128, 1, 0, 0.0, 1.0, &y0, &y1);
-    assert_true(fabs(y0 + sin(1.0)) < 1e-15 && fabs(y1 - cos(1.0)) < 1e-15);
-    /* a rotation keeps the pair's length, at long positions too */
-    rope_rotate(10000.0, 1.0, 128, 1 << 20, 3, 0.3, -0.4, &y0, &y1);
-    assert_true(fabs(hypot(y0, y1) - 0.5) < 1e-14);
+    /* pair 0 at position 1: a turn of one radian, by cos and sin rounded to float */
+    rope_rotate(10000.0, 1.0, 128, 1, 0, 1.0f, 0.0f, &y0, &y1);
+    assert_true(y0 == (float)cos(1.0) && y1 == (float)sin(1.0));
+    rope_rotate(10000.0, 1.0, 128, 1, 0, 0.0f, 1.0f, &y0, &y1);
+    assert_true(y0 == -(float)sin(1.0) && y1 == (float)cos(1.0));
+    float c, sn;
+    rope_cos_sin(10000.0, 2.0, 64, 1000, 7, &c, &sn);
+    assert_true(c == (float)cos(500.0 * pow(10000.0, -14.0 / 64)) && sn == (float)sin(500.0 * pow(10000.0, -14.0 / 64)));
+    /* the products are exact in double: (a c - b s) rounded once */
+    rope_turn(0.75f, -0.5f, c, sn, &y0, &y1);
+    assert_true(y0 == 0.75 * (double)c + 0.5 * (double)sn && y1 == 0.75 * (double)sn - 0.5 * (double)c);
+    /* a rotation keeps the pair's length, at long positions too (to float's cos/sin) */
+    rope_rotate(10000.0, 1.0, 128, 1 << 20, 3, 0.3f, -0.4f, &y0, &y1);
+    assert_true(fabs(hypot(y0, y1) - hypot(0.3f, -0.4f)) < 1e-7);
 }
 
 static void test_dtype_round(void **state)
@@ -306,6 +312,93 @@ static void test_reference_attends_to_step(void **state)
         }
 }
 
+/* The step's kernel, run on the CPU over float buffers as append_step.cu runs it on the
+ * GPU, thread by thread through append_pair_at: every query row and every current slot
+ * gets what the reference says the step writes, in every layout, and nothing else in the
+ * cache changes. */
+static void emulate_step(const problem_t *p, const kv_geometry_t *g, const int32_t *table, uint64_t seed,
+                         float *q, float *cache)
+{
+    const int d = p->head_dim, width = (p->heads + 2 * p->kv_heads) * d;
+    const int64_t pairs = (int64_t)problem_streams(p) * (p->heads + 2 * p->kv_heads) * (d / 2);
+    float cs[REF_MAX_HEAD_DIM];   /* the table the runner uploads */
+    for (int i = 0; i < d / 2; ++i)
+        rope_cos_sin(p->rope_base, p->rope_scale, d, append_position(p->ctx, p->gen), i, &cs[2 * i], &cs[2 * i + 1]);
+    for (int64_t t = 0; t < pairs; ++t) {
+        const append_pair_t w = append_pair_at(g, table, p->heads, p->rope, t);
+        const int stream = (int)(w.src / width);
+        const int col = (int)(w.src % width);
+        const float a = append_qkv_logical(g, seed, p->heads, stream, col + w.x0);
+        const float b = append_qkv_logical(g, seed, p->heads, stream, col + w.x1);
+        double y0 = a, y1 = b;
+        if (w.rotate) rope_turn(a, b, cs[2 * w.i], cs[2 * w.i + 1], &y0, &y1);
+        float *row = w.to_cache ? cache + w.dst : q + w.dst;
+        row[w.x0] = w.to_cache ? append_store(g, problem_kv_dtype(p), (float)y0, w.which, w.head)
+                               : dtype_round((float)y0, p->dtype);
+        row[w.x1] = w.to_cache ? append_store(g, problem_kv_dtype(p), (float)y1, w.which, w.head)
+                               : dtype_round((float)y1, p->dtype);
+    }
+}
+
+static void test_kernel_writes_every_slot_once(void **state)
+{
+    (void)state;
+    const uint64_t seed = 3;
+    const kv_layout_t layouts[] = {LAYOUT_CONTIGUOUS, LAYOUT_PAGED, LAYOUT_BIFURCATED};
+    for (int rope = ROPE_NEOX; rope <= ROPE_GPTJ; ++rope)
+        for (int li = 0; li < 3; ++li) {
+            problem_t p = append_problem(3, 6, 3, 72, 21, 6, (rope_t)rope);
+            p.cache = layouts[li] == LAYOUT_PAGED ? CACHE_PAGED : CACHE_CONTIGUOUS;
+            p.block_size = 8;
+            p.kv_quant = li == 1 ? KV_QUANT_INT8 : KV_QUANT_NONE;
+            p.kv_scale = KV_SCALE_HEAD;
+            ref_source_t src = logical_source(&p, layouts[li], seed);
+            paged_map_t map = {0};
+            if (layouts[li] == LAYOUT_PAGED) assert_int_equal(paged_map_build(&p, seed, &map), 0);
+            const int part = layouts[li] == LAYOUT_BIFURCATED;   /* the buffer of the current slot */
+            float *cache = layout_materialize(&src.geom, &p, seed, &map, part);
+            float *before = layout_materialize(&src.geom, &p, seed, &map, part);
+            const int64_t n = layout_elements(&src.geom, &p, part);
+            const int d = 72, streams = problem_streams(&p), L = problem_keys(&p);
+            float *q = malloc((size_t)streams * p.heads * d * sizeof *q);
+            assert_true(cache && before && q);
+            /* the slots poisoned, as the runner does before a launch */
+            for (int s = 0; s < streams; ++s)
+                for (int which = 0; which < 2; ++which)
+                    for (int h = 0; h < p.kv_heads; ++h) {
+                        int in_ctx;
+                        int64_t off = kv_row_offset(&src.geom, map.table, NULL, s, which, h, L - 1, &in_ctx);
+                        for (int x = 0; x < d; ++x) cache[off + x] = NAN;
+                    }
+            for (int64_t e = 0; e < (int64_t)streams * p.heads * d; ++e) q[e] = NAN;
+            emulate_step(&p, &src.geom, map.table, seed, q, cache);
+            double want[72];
+            for (int s = 0; s < streams; ++s) {
+                for (int h = 0; h < p.heads; ++h) {
+                    reference_append_q(&src, s, h, want);
+                    for (int x = 0; x < d; ++x) assert_true(q[((int64_t)s * p.heads + h) * d + x] == want[x]);
+                }
+                for (int which = 0; which < 2; ++which)
+                    for (int h = 0; h < p.kv_heads; ++h) {
+                        int in_ctx;
+                        int64_t off = kv_row_offset(&src.geom, map.table, NULL, s, which, h, L - 1, &in_ctx);
+                        reference_append_kv(&src, s, which, h, want);
+                        for (int x = 0; x < d; ++x) {
+                            assert_true(cache[off + x] == want[x]);
+                            before[off + x] = cache[off + x];   /* the slot, as the step leaves it */
+                        }
+                    }
+            }
+            /* nothing else written: every other element as the fill left it (NaN: unused) */
+            for (int64_t e = 0; e < n; ++e)
+                assert_true(cache[e] == before[e] || (isnan(cache[e]) && isnan(before[e])));
+            free(cache);
+            free(before);
+            free(q);
+            if (layouts[li] == LAYOUT_PAGED) paged_map_free(&map);
+        }
+}
+
 /* fused, bifurcated and auto run the step; the others say why not. Its bytes: the packed
  * QKV read and the current K/V written; its memory: the packed QKV. */
 static void test_kernels_bytes_memory(void **state)
@@ -374,6 +467,7 @@ int main(void)
         cmocka_unit_test(test_step_writes),
         cmocka_unit_test(test_step_writes_codes),
         cmocka_unit_test(test_reference_attends_to_step),
+        cmocka_unit_test(test_kernel_writes_every_slot_once),
         cmocka_unit_test(test_kernels_bytes_memory),
         cmocka_unit_test(test_validate_and_describe),
     };
