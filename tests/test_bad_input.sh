@@ -101,7 +101,7 @@ bad run --step append --rope-base 1 --kernel fused
 bad run --step append --rope-scale -2 --kernel fused
 bad run --step append --kernel cublas
 bad run --step append --kernel cublas-bifurcated
-bad run --step append --kv-dtype fp8 --kernel bifurcated
+bad run --step append --kernel flashinfer
 
 # numbers and lists
 bad run --beam 1:3 --kernel fused
