@@ -104,14 +104,21 @@ typedef struct append_pair {
                           cache buffer of g's layout that holds the current position) */
 } append_pair_t;
 
+/* a / b (a >= 0, b > 0) in 32 bits where a fits: the GPU's 64-bit division is a long
+ * instruction sequence, and every thread of the step divides twice. */
+HD int64_t append_div(int64_t a, int b)
+{
+    return a <= 0x7fffffff ? (int64_t)((uint32_t)a / (uint32_t)b) : a / b;
+}
+
 HD append_pair_t append_pair_at(const kv_geometry_t *g, const int32_t *block_table, int heads, int rope,
                                 int64_t t)
 {
     append_pair_t a;
     const int d = g->head_dim, rows = heads + 2 * g->kv_heads;
-    a.i = (int)(t % (d / 2));
-    const int64_t r = t / (d / 2);
-    const int row = (int)(r % rows), stream = (int)(r / rows);
+    const int64_t r = append_div(t, d / 2), stream64 = append_div(r, rows);
+    a.i = (int)(t - r * (d / 2));
+    const int row = (int)(r - stream64 * rows), stream = (int)stream64;
     a.src = r * d;
     rope_pair(rope, d, a.i, &a.x0, &a.x1);
     a.which = row >= heads + g->kv_heads;

@@ -340,6 +340,29 @@ static void emulate_step(const problem_t *p, const kv_geometry_t *g, const int32
     }
 }
 
+/* Pairs beyond 2^31 (the step's 64-bit division path) land where the 32-bit ones do. */
+static void test_pair_index_beyond_32_bits(void **state)
+{
+    (void)state;
+    assert_int_equal(append_div(0x7fffffff, 64), 0x7fffffff / 64);
+    assert_true(append_div(0x100000000LL * 3 + 5, 7) == (0x100000000LL * 3 + 5) / 7);
+    problem_t p = append_problem(1, 32, 8, 128, 1000, 3, ROPE_GPTJ);
+    p.batch = 700000;
+    kv_geometry_t g = kv_geometry_make(&p, LAYOUT_CONTIGUOUS);
+    const int64_t per_stream = (32 + 16) * 64;
+    const int64_t t = per_stream * 699999 + 47 * 64 + 63;
+    assert_true(t > 0x7fffffffLL);
+    append_pair_t w = append_pair_at(&g, NULL, 32, ROPE_GPTJ, t);
+    assert_int_equal(w.i, 63);
+    assert_true(w.x0 == 126 && w.x1 == 127);
+    assert_true(w.src == (per_stream * 699999 / 64 + 47) * 128);
+    assert_true(w.to_cache && w.which == 1 && w.head == 7 && !w.rotate);
+    assert_true(w.dst == kv_contiguous_offset(&g, 699999, 1, 7, 1002));
+    w = append_pair_at(&g, NULL, 32, ROPE_GPTJ, per_stream * 123456 + 5 * 64 + 1);
+    assert_true(!w.to_cache && w.rotate && w.head == 5 && w.i == 1);
+    assert_true(w.dst == ((int64_t)123456 * 32 + 5) * 128);
+}
+
 static void test_kernel_writes_every_slot_once(void **state)
 {
     (void)state;
@@ -468,6 +491,7 @@ int main(void)
         cmocka_unit_test(test_step_writes_codes),
         cmocka_unit_test(test_reference_attends_to_step),
         cmocka_unit_test(test_kernel_writes_every_slot_once),
+        cmocka_unit_test(test_pair_index_beyond_32_bits),
         cmocka_unit_test(test_kernels_bytes_memory),
         cmocka_unit_test(test_validate_and_describe),
     };
