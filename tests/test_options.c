@@ -250,6 +250,18 @@ static void test_step_options(void **state)
     expect_bad(CMD_RUN, "run --kernel fused --step append --rope-scale 0", "--rope-scale must be positive");
     expect_bad(CMD_RUN, "run --kernel fused --step append --rope-scale x", "--rope-scale: 'x' is not a number");
     expect_bad(CMD_RUN, "run --kernel fused --step", "--step needs a value");
+
+    /* a suite line: the same rule, on the line's own options */
+    char line[] = "suite --step attend --rope gptj", ok_line[] = "suite --step append --rope gptj";
+    char *argv[8], *ok_argv[8];
+    int argc = 0, ok_argc = 0;
+    for (char *save, *t = strtok_r(line, " ", &save); t; t = strtok_r(NULL, " ", &save)) argv[argc++] = t;
+    for (char *save, *t = strtok_r(ok_line, " ", &save); t; t = strtok_r(NULL, " ", &save)) ok_argv[ok_argc++] = t;
+    argv[argc] = ok_argv[ok_argc] = NULL;
+    assert_int_equal(options_parse_suite_line(argc, argv, &o, msg, sizeof msg), -1);
+    assert_non_null(strstr(msg, "need --step append"));
+    assert_int_equal(options_parse_suite_line(ok_argc, ok_argv, &o, msg, sizeof msg), 0);
+    assert_int_equal(o.grid.rope, ROPE_GPTJ);
 }
 
 /* --kv-dtype and --kv-scale: lists on the grid, one value for run; the scale axis only
