@@ -36,6 +36,8 @@ typedef struct grid {
     double q_scaling;
     const char *model; int layers;   /* from --model preset; NULL / 1 without one */
     int tp;                          /* --tp: GPUs the heads are split over (1: one) */
+    const struct ctx_dist *ctx_dist; /* --ctx-dist (problem/ctx_dist.h), NULL: fixed; outlives
+                                        the grid's points, whose lengths it gives */
 } grid_t;
 
 /* The grid of one point: problem_default(). */
@@ -50,6 +52,7 @@ enum grid_field {
     GRID_FIELD_MULTI_BLOCK = 1u << 11, GRID_FIELD_SPLITS = 1u << 12,
     GRID_FIELD_Q_SCALING = 1u << 13, GRID_FIELD_MODEL = 1u << 14, GRID_FIELD_LAYERS = 1u << 15,
     GRID_FIELD_KV_DTYPE = 1u << 16, GRID_FIELD_KV_SCALE = 1u << 17, GRID_FIELD_TP = 1u << 18,
+    GRID_FIELD_CTX_DIST = 1u << 19,
 };
 
 /* Copies into dst the fields of src whose GRID_FIELD_* bit is in fields. */
@@ -65,7 +68,8 @@ int grid_validate(const grid_t *g, char *msg, size_t len);
  *   dtype, kv_dtype, kv_scale (8-bit points only), cache, block_size, heads, kv_heads,
  *   head_dim, multi_block, splits, ctx, gen, batch, beam
  * so that consecutive rows of a sweep walk the beam width, then the batch, at a fixed
- * context, as the paper's tables are laid out. Every point is validated (grid_validate);
+ * context, as the paper's tables are laid out. A ragged --ctx-dist gives each point its
+ * lengths and its longest as ctx (one --ctx value, not used, or none). Every point is validated (grid_validate);
  * on success *out is malloc'd (caller frees) and holds *n points; on -1 *out is NULL. */
 int grid_expand(const grid_t *g, problem_t **out, int *n, char *msg, size_t len);
 

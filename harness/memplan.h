@@ -16,6 +16,7 @@ typedef struct mem_plan {
     int64_t num_blocks;       /* paged pool blocks (0 otherwise) */
     size_t q, out, kv[2], block_table, block_owner, indirection, workspace, private_bytes;
     size_t kv_scale;          /* an 8-bit cache's scales: [2][kv_scale_entries] floats */
+    size_t ctx_lens;          /* a ragged batch's context lengths: [B] int32 */
     size_t total;
 } mem_plan_t;
 

@@ -8,6 +8,7 @@
 #include "device.h"
 #include "fill.h"
 #include "layouts.h"
+#include "../problem/ctx_dist.h"
 #include "memplan.h"
 #include "nvtx.h"
 #include "peak.h"
@@ -102,6 +103,7 @@ static void row_args(const problem_t *p, const attn_kernel_t *k, const timing_op
         MORE(" --q-scaling %s", q);
     }
     if (p->tp > 1) MORE(" --tp %d", p->tp);
+    if (problem_ragged(p)) MORE(" --ctx-dist %s", p->ctx_dist->spec);
     if (t->hot) MORE(" --hot");
     if (t->graph) MORE(" --graph");
 #undef MORE
@@ -136,6 +138,9 @@ void runner_describe_unplanned(const char *gpu, const timing_opts_t *timing, con
     row->tp = p->tp;
     row_args(p, k, timing, row->args, sizeof row->args);
     snprintf(row->kv_dtype, sizeof row->kv_dtype, "%s", dtype_name(problem_kv_dtype(p)));
+    snprintf(row->ctx_dist, sizeof row->ctx_dist, "%s", problem_ragged(p) ? p->ctx_dist->spec : "fixed");
+    row->ctx_total = (double)problem_ctx_total(p);
+    row->ctx_max = problem_ctx_max(p);
 }
 
 /* The row's configuration columns and the plan they record; returns the kernel the
@@ -163,6 +168,7 @@ typedef struct buffers {
     void *last_out;   /* the last verified launch's output, copied aside */
     int32_t *block_table, *owner, *first_pos, *indirection;
     int32_t *host_indirection;
+    int32_t *ctx_lens, *host_ctx_lens;   /* a ragged batch's context lengths */
     float *host_kv_scale;
     paged_map_t map;
     int have_map;
@@ -171,11 +177,12 @@ typedef struct buffers {
 static void buffers_free(buffers_t *b)
 {
     void *all[] = {b->q, b->out, b->kv[0], b->kv[1], b->workspace, b->kv_scale, b->last_out,
-                   b->block_table, b->owner, b->first_pos, b->indirection};
+                   b->block_table, b->owner, b->first_pos, b->indirection, b->ctx_lens};
     for (size_t i = 0; i < sizeof all / sizeof all[0]; ++i)
         if (all[i]) cudaFree(all[i]);
     free(b->host_indirection);
     free(b->host_kv_scale);
+    free(b->host_ctx_lens);
     if (b->have_map) paged_map_free(&b->map);
     memset(b, 0, sizeof *b);
 }
@@ -379,6 +386,17 @@ static void check_sticky(runner_t *r)
     if (cudaDeviceSynchronize() != cudaSuccess) r->broken = true;
 }
 
+/* A ragged batch's lengths: in host memory for the reference (b->host_ctx_lens), on the
+ * device for the fill and the kernel, whose geometry then points at them. */
+static cudaError_t upload_ctx_lens(const problem_t *p, buffers_t *b, kv_geometry_t *geom, cudaStream_t s)
+{
+    if (!problem_ragged(p)) return cudaSuccess;
+    if (problem_ctx_lens(p, &b->host_ctx_lens) != 0) return HOST_SHORT;
+    cudaError_t e = upload((void **)&b->ctx_lens, b->host_ctx_lens, (size_t)p->batch * sizeof(int32_t), s);
+    geom->ctx_lens = b->ctx_lens;
+    return e;
+}
+
 void runner_row(runner_t *r, const problem_t *p, const attn_kernel_t *k, result_row_t *row)
 {
     attn_plan_t plan;
@@ -432,6 +450,8 @@ void runner_row(runner_t *r, const problem_t *p, const attn_kernel_t *k, result_
     CK(alloc(&b.kv[0], m.kv[0]));
     CK(alloc(&b.kv[1], m.kv[1]));
     CK(alloc(&b.workspace, m.workspace));
+    CK(upload_ctx_lens(p, &b, &m.geom, s));
+    a.geom.ctx_lens = m.geom.ctx_lens;
     if (e == cudaSuccess && m.geom.layout == LAYOUT_PAGED) {
         if (paged_map_build(p, seed, &b.map) != 0) e = HOST_SHORT;
         else b.have_map = 1;
@@ -503,6 +523,7 @@ void runner_row(runner_t *r, const problem_t *p, const attn_kernel_t *k, result_
         ref_source_t src = {0};
         src.p = p;
         src.geom = a.geom;
+        src.geom.ctx_lens = b.host_ctx_lens;
         src.seed = seed;
         src.indirection = b.host_indirection;
         if (checked_rows_make(&src, splitmix64(seed ^ 0x5eed), r->verify_budget_s, &checked) != 0)

@@ -123,6 +123,12 @@ typedef struct attn_params {
     int key_begin, key_end;      /* positions this launch covers */
     int chunk;                   /* keys per split */
     int nslots, slot_base;       /* partial slot of split s: slot_base + s */
+    /* A ragged batch (fused): the grid walks a list of (unit, split) pairs, work_items of
+     * them, longest chunks first (problem/ragged_plan.h), each unit's keys ending at its
+     * own length (geom.ctx_lens); splits is then the most any unit has. NULL: the dense
+     * units x splits grid. */
+    const int32_t *work;
+    int64_t work_items;
     int dec_keys;                /* bifurcated's wide wgmma body: the decode keys of each stream,
                                     which it streams itself beside the context (0: none) */
     int fold;                    /* and whether each CTA folds its rows' partials and writes their
@@ -356,6 +362,16 @@ __device__ __forceinline__ cta_coord cta_decompose(const attn_params_t &P, int64
     cta_coord c;
     int64_t b = item;
     c.row_tile = (int)(b % P.row_tiles); b /= P.row_tiles;
+    if (P.work) {
+        /* (unit, split) from the list, kv heads of a pair side by side */
+        c.head = (int)(b % P.kv_heads);
+        const int64_t e = b / P.kv_heads;
+        c.unit = __ldg(P.work + 2 * e);
+        c.split = __ldg(P.work + 2 * e + 1);
+        c.k_lo = P.key_begin + c.split * P.chunk;
+        c.k_hi = min(min(P.key_end, kv_keys_of(&P.geom, c.unit)), c.k_lo + P.chunk);
+        return c;
+    }
     c.split = (int)(b % P.splits); b /= P.splits;
     c.head = (int)(b % P.kv_heads);
     c.unit = (int)(b / P.kv_heads);
@@ -363,11 +379,20 @@ __device__ __forceinline__ cta_coord cta_decompose(const attn_params_t &P, int64
     c.k_hi = min(P.key_end, c.k_lo + P.chunk);
     return c;
 }
+
+/* The splits of a unit: P.splits, or in a ragged batch's list those its own keys take. */
+__device__ __forceinline__ int attn_unit_splits(const attn_params_t &P, int unit)
+{
+    if (!P.work) return P.splits;
+    const int keys = min(P.key_end, kv_keys_of(&P.geom, unit)) - P.key_begin;
+    return (keys + P.chunk - 1) / P.chunk;
+}
 __device__ __forceinline__ cta_coord cta_decompose(const attn_params_t &P) { return cta_decompose(P, blockIdx.x); }
 
 /* Work items of a launch: its CTAs in a grid of one CTA per item. */
 __host__ __device__ __forceinline__ int64_t attn_items(const attn_params_t &P)
 {
+    if (P.work) return P.work_items * P.kv_heads * P.row_tiles;
     return (int64_t)P.units * P.kv_heads * P.splits * P.row_tiles;
 }
 

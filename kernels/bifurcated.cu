@@ -651,6 +651,8 @@ static cudaError_t bif_launch(attn_args_t *a, cudaStream_t stream)
  * register-streaming decode body read K/V in the query dtype. */
 static const char *bif_unsupported(const problem_t *p)
 {
+    if (problem_ragged(p))
+        return "bifurcated's context and decode grids take one context length for the batch, not ragged --ctx-dist yet (fused runs it)";
     if (p->kv_quant != KV_QUANT_NONE)
         return "bifurcated reads K/V in --dtype, not an 8-bit cache yet (--kv-dtype fp8|int8 runs on fused)";
     return attn_core_unsupported(p);

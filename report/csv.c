@@ -38,7 +38,7 @@ static const col_desc_t cols[] = {
     S(ran), S(model), I(layers), S(args), D(sm_mhz, "%.0f"),
     D(peak_gbps, "%.0f"), D(peak_tflops, "%.0f"), D(pct_spec_bw, "%.2f"),
     D(workspace_bytes, "%.0f"), S(flags), I(device), S(kv_dtype),
-    I(tp), S(tp_us),
+    I(tp), S(tp_us), S(ctx_dist), D(ctx_total, "%.0f"), I(ctx_max),
 };
 #undef S
 #undef I
@@ -273,19 +273,25 @@ void csv_row_key(const result_row_t *r, char *buf, size_t len)
     /* --tp N: the whole step over N GPUs, another row than one GPU's */
     char tp[16] = "";
     if (r->tp > 1) snprintf(tp, sizeof tp, "|tp=%d", r->tp);
-    snprintf(buf, len, "%s|%s|%d|%d|%d|%d|%d|%d|%d|%s|%s|%d|%d|%s|%s|%s|%d|q%s|%s|%s%s%s",
+    /* a ragged batch (--ctx-dist): another row than every request at ctx */
+    char dist[sizeof r->ctx_dist + 8] = "";
+    if (r->ctx_dist[0] && strcmp(r->ctx_dist, "fixed") != 0) snprintf(dist, sizeof dist, "|dist=%s", r->ctx_dist);
+    snprintf(buf, len, "%s|%s|%d|%d|%d|%d|%d|%d|%d|%s|%s|%d|%d|%s|%s|%s|%d|q%s|%s|%s%s%s%s",
              r->gpu, r->kernel, r->batch, r->beam, r->heads, r->kv_heads, r->head_dim,
              r->ctx, r->gen, r->dtype, r->cache, r->block_size, r->indirection,
              r->multi_block, splits, r->model, r->layers, qs,
              args_has(r, "--hot", NULL, 0) ? "hot" : "flushed",
-             args_has(r, "--graph", NULL, 0) ? "graph" : "launches", kv, tp);
+             args_has(r, "--graph", NULL, 0) ? "graph" : "launches", kv, tp, dist);
 }
 
-int csv_add_kv_dtype(csv_table_t *t, char *msg, size_t len)
+/* A column `name` for a table read from a file written before it: each row's value
+ * from what the row's other columns tell (value(row, buf)). */
+static int add_derived_column(csv_table_t *t, const char *name_s,
+                              void (*value)(const result_row_t *r, char *buf, size_t len), char *msg, size_t len)
 {
-    if (csv_column(t, "kv_dtype") >= 0)
+    if (csv_column(t, name_s) >= 0)
         return 0;
-    char *name = strdup("kv_dtype");
+    char *name = strdup(name_s);
     char **names = name != NULL ? realloc(t->names, (size_t)(t->ncols + 1) * sizeof *names) : NULL;
     if (names == NULL) {
         free(name);
@@ -295,14 +301,14 @@ int csv_add_kv_dtype(csv_table_t *t, char *msg, size_t len)
     t->names = names;
     for (int row = 0; row < t->nrows; row++) {
         result_row_t r;
-        char kv[32];
+        char v[64];
         if (csv_row_parse(t, row, &r) != 0)
             result_row_init(&r);
-        csv_row_kv_dtype(&r, kv, sizeof kv);
+        value(&r, v, sizeof v);
         char **cells = realloc(t->cells[row], (size_t)(t->ncols + 1) * sizeof *cells);
         if (cells != NULL)
             t->cells[row] = cells;
-        if (cells == NULL || (cells[t->ncols] = strdup(kv)) == NULL) {
+        if (cells == NULL || (cells[t->ncols] = strdup(v)) == NULL) {
             /* the table stays as it was: ncols columns, the new cells freed */
             for (int k = 0; k < row; k++)
                 free(t->cells[k][t->ncols]);
@@ -313,6 +319,26 @@ int csv_add_kv_dtype(csv_table_t *t, char *msg, size_t len)
     }
     t->names[t->ncols++] = name;
     return 0;
+}
+
+int csv_add_kv_dtype(csv_table_t *t, char *msg, size_t len)
+{
+    return add_derived_column(t, "kv_dtype", csv_row_kv_dtype, msg, len);
+}
+
+/* A row of a file written before --ctx-dist: every request of the batch has ctx. */
+static void fixed_ctx_dist(const result_row_t *r, char *buf, size_t len) { (void)r; snprintf(buf, len, "fixed"); }
+static void fixed_ctx_total(const result_row_t *r, char *buf, size_t len)
+{
+    snprintf(buf, len, "%.0f", (double)r->batch * r->ctx);
+}
+static void fixed_ctx_max(const result_row_t *r, char *buf, size_t len) { snprintf(buf, len, "%d", r->ctx); }
+
+int csv_add_ctx_dist(csv_table_t *t, char *msg, size_t len)
+{
+    if (add_derived_column(t, "ctx_dist", fixed_ctx_dist, msg, len) != 0) return -1;
+    if (add_derived_column(t, "ctx_total", fixed_ctx_total, msg, len) != 0) return -1;
+    return add_derived_column(t, "ctx_max", fixed_ctx_max, msg, len);
 }
 
 /* ---- reading ---- */
@@ -560,6 +586,21 @@ static int check_row(const csv_table_t *t, int row, char *what, size_t len)
         snprintf(what, len, "column tp_us: '%.40s' is not %ld times joined by ';' (tp %ld)", tpu,
                  tp == 1 ? 0 : tp, tp);
         return -1;
+    }
+    /* ctx_max, the last column: the ctx column (which reports the longest length), or 0
+     * where a row does not record it, so that a row torn inside it reads as torn;
+     * ctx_total, where given, between it and batch times it */
+    const char *cmax = csv_cell(t, row, "ctx_max"), *ctot = csv_cell(t, row, "ctx_total");
+    if (cmax && strcmp(cmax, "0") != 0 && strcmp(cmax, csv_cell(t, row, "ctx")) != 0) {
+        snprintf(what, len, "column ctx_max: '%.40s' is not the row's ctx", cmax);
+        return -1;
+    }
+    if (ctot && *ctot) {
+        double total, longest = strtod(csv_cell(t, row, "ctx"), NULL), batch = strtod(csv_cell(t, row, "batch"), NULL);
+        if (csv_parse_double(ctot, &total) != 0 || !(total >= longest && total <= batch * longest)) {
+            snprintf(what, len, "column ctx_total: '%.40s' is not between ctx and batch x ctx", ctot);
+            return -1;
+        }
     }
     /* an ok row measured a time: each of its times a finite positive number */
     static const char *const times[] = { "median_us", "p10_us", "p90_us", "min_us", "max_us" };
