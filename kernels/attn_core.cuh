@@ -101,6 +101,16 @@ __device__ __forceinline__ void attn_grid_dependents_go()
 /* How a key position becomes the offset of its K row (the V row is vstride further). */
 enum { ADDR_CONTIG = 0, ADDR_PAGED = 1, ADDR_CTX = 2, ADDR_DEC = 3 };
 
+/* A ragged batch on the dense grid (attn_params_t.ragged; geom.ctx_lens set): where a
+ * unit's keys end, or begin, by its request's own context length. */
+enum {
+    ATTN_RAGGED_NONE = 0,
+    ATTN_RAGGED_CTX = 1,  /* unit = request: its context part ends at its length (a paged
+                             cache: at its last full block) */
+    ATTN_RAGGED_DEC = 2,  /* unit = stream: its decode part runs from where its request's
+                             context part ended to its own keys' end */
+};
+
 /* Everything one launch of the core needs; passed by value. */
 typedef struct attn_params {
     kv_geometry_t geom;
@@ -129,6 +139,9 @@ typedef struct attn_params {
      * units x splits grid. */
     const int32_t *work;
     int64_t work_items;
+    int ragged;                  /* ATTN_RAGGED_*: the dense grid's units end (or begin) by their
+                                    own lengths; CTAs past them hold no keys and leave an empty
+                                    partial, so every slot is written */
     int dec_keys;                /* bifurcated's wide wgmma body: the decode keys of each stream,
                                     which it streams itself beside the context (0: none) */
     int fold;                    /* and whether each CTA folds its rows' partials and writes their
@@ -340,7 +353,7 @@ __device__ __forceinline__ int64_t kv_row_at(const attn_params_t &P, int head, i
     const kv_geometry_t *g = &P.geom;
     if (ADDR == ADDR_CTX) return kv_ctx_offset(g, ref, 0, head, pos);
     if (ADDR == ADDR_PAGED) return kv_paged_offset(g, ref, 0, head, pos & (g->block_size - 1));
-    if (ADDR == ADDR_DEC) return kv_dec_offset(g, ref, 0, head, pos - g->ctx);
+    if (ADDR == ADDR_DEC) return kv_dec_offset(g, ref, 0, head, pos - kv_ctx_of(g, ref / g->beam));
     return kv_contiguous_offset(g, ref, 0, head, pos);
 }
 template <int ADDR>
@@ -377,6 +390,18 @@ __device__ __forceinline__ cta_coord cta_decompose(const attn_params_t &P, int64
     c.unit = (int)(b / P.kv_heads);
     c.k_lo = P.key_begin + c.split * P.chunk;
     c.k_hi = min(P.key_end, c.k_lo + P.chunk);
+    if (P.ragged != ATTN_RAGGED_NONE) {
+        const kv_geometry_t *g = &P.geom;
+        const int request = P.ragged == ATTN_RAGGED_CTX ? c.unit : c.unit / g->beam;
+        const int ctx = kv_ctx_of(g, request);
+        const int ctx_part = g->layout == LAYOUT_PAGED ? ctx / g->block_size * g->block_size : ctx;
+        if (P.ragged == ATTN_RAGGED_CTX) {
+            c.k_hi = min(c.k_hi, ctx_part);
+        } else {
+            c.k_lo = ctx_part + c.split * P.chunk;
+            c.k_hi = min(ctx + g->gen, c.k_lo + P.chunk);
+        }
+    }
     return c;
 }
 

@@ -171,7 +171,7 @@ bad run --kernel fused --batch 2 --ctx-dist "file:$tmp/three.txt"
 bad run --kernel fused --batch 4 --ctx-dist "file:$tmp/three.txt"
 bad sweep --kernels fused --out "$csv" --batch 2,3 --ctx-dist "file:$tmp/three.txt"
 bad sweep --kernels fused --out "$csv" --ctx 1k,2k --ctx-dist uniform:1k:4k
-bad run --kernel bifurcated --batch 4 --beam 2 --ctx-dist uniform:1k:4k
+bad run --kernel cublas-bifurcated --batch 4 --beam 2 --ctx-dist uniform:1k:4k
 bad run --kernel cublas --batch 4 --ctx-dist uniform:1k:4k
 bad table --in tests/fixtures/compare_base.csv --ctx-dist uniform:1k:4k
 

@@ -457,6 +457,64 @@ static void older_files_get_a_kv_dtype_column(void **state)
     unlink(tmp_path);
 }
 
+/* Files from before --ctx-dist get its columns (every request at ctx); a ragged row is
+ * another row than the fixed one of the same longest length, and its ctx_max and
+ * ctx_total must agree with its ctx and batch. */
+static void older_files_get_ctx_dist_columns(void **state)
+{
+    (void)state;
+    char msg[256];
+    csv_table_t t;
+    assert_int_equal(csv_read("tests/fixtures/compare_base.csv", &t, msg, sizeof msg), 0);
+    const int ncols = t.ncols;
+    assert_int_equal(csv_add_ctx_dist(&t, msg, sizeof msg), 0);
+    assert_int_equal(t.ncols, ncols + 3);
+    for (int r = 0; r < t.nrows; r++) {
+        assert_string_equal(csv_cell(&t, r, "ctx_dist"), "fixed");
+        assert_string_equal(csv_cell(&t, r, "ctx_max"), csv_cell(&t, r, "ctx"));
+        assert_true(strtod(csv_cell(&t, r, "ctx_total"), NULL) ==
+                    strtod(csv_cell(&t, r, "batch"), NULL) * strtod(csv_cell(&t, r, "ctx"), NULL));
+    }
+    assert_int_equal(csv_add_ctx_dist(&t, msg, sizeof msg), 0);
+    assert_int_equal(t.ncols, ncols + 3);
+    csv_free(&t);
+
+    result_row_t fixed, ragged, back;
+    ok_row(&fixed, "fused", 1, 5.0);
+    fixed.batch = 4;
+    snprintf(fixed.ctx_dist, sizeof fixed.ctx_dist, "fixed");
+    fixed.ctx_total = 4 * 8192.0;
+    fixed.ctx_max = 8192;
+    ragged = fixed;
+    snprintf(ragged.ctx_dist, sizeof ragged.ctx_dist, "uniform:1k:8k");
+    ragged.ctx_total = 20000;
+    char a[1024], b[1024];
+    csv_row_key(&fixed, a, sizeof a);
+    csv_row_key(&ragged, b, sizeof b);
+    assert_string_not_equal(a, b);
+    fixed.ctx_dist[0] = '\0'; /* a row that does not record it is a fixed one */
+    csv_row_key(&fixed, b, sizeof b);
+    assert_string_equal(a, b);
+    const double totals[] = {20000, 8191, 4 * 8192.0 + 1};
+    for (int k = 0; k < 3; ++k) {
+        ragged.ctx_total = totals[k];
+        FILE *f = tmp_open();
+        csv_write_header(f);
+        csv_write_row(f, &ragged);
+        fclose(f);
+        /* a total outside ctx .. batch x ctx is refused with the file */
+        const int read = csv_read(tmp_path, &t, msg, sizeof msg) == 0;
+        assert_int_equal(read, k == 0);
+        if (read) {
+            assert_int_equal(csv_row_parse(&t, 0, &back), 0);
+            assert_string_equal(back.ctx_dist, "uniform:1k:8k");
+            assert_true(back.ctx_total == 20000 && back.ctx_max == 8192);
+            csv_free(&t);
+        }
+        unlink(tmp_path);
+    }
+}
+
 static void append_needs_the_same_columns(void **state)
 {
     (void)state;
@@ -548,6 +606,7 @@ int main(void)
         cmocka_unit_test(key_joins_exactly_the_same_configuration),
         cmocka_unit_test(key_tells_the_kv_storage),
         cmocka_unit_test(older_files_get_a_kv_dtype_column),
+        cmocka_unit_test(older_files_get_ctx_dist_columns),
         cmocka_unit_test(append_needs_the_same_columns),
         cmocka_unit_test(appending_keeps_an_earlier_versions_columns),
     };

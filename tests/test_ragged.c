@@ -17,6 +17,7 @@
 #include "../harness/layouts.h"
 #include "../harness/layouts_internal.h"
 #include "../harness/verify.h"
+#include "../kernels/bifurcated_internal.h"
 #include "../kernels/registry.h"
 #include "../problem/ctx_dist.h"
 #include "../problem/logical_data.h"
@@ -325,9 +326,37 @@ static void test_fused_plans_ragged_batches(void **state)
     assert_int_equal(fused_plan_of(&p).split.splits, 4);
     p.splits = 0;
     /* the kernels that take one length for the batch say so */
-    const char *others[] = {"cublas", "cublas-bifurcated", "bifurcated"};
-    for (size_t i = 0; i < 3; ++i) assert_non_null(attn_kernel_find(others[i])->unsupported(&p));
+    const char *others[] = {"cublas", "cublas-bifurcated"};
+    for (size_t i = 0; i < 2; ++i) assert_non_null(attn_kernel_find(others[i])->unsupported(&p));
     assert_null(attn_kernel_find("auto")->unsupported(&p));
+    assert_null(attn_kernel_find("bifurcated")->unsupported(&p));
+    ctx_dist_free(&d);
+}
+
+/* bifurcated runs a ragged batch on its mma.sync body, and its decode grid spans the
+ * most keys any request has after its full context blocks. */
+static void test_bifurcated_plans_ragged_batches(void **state)
+{
+    (void)state;
+    char spec[128];
+    snprintf(spec, sizeof spec, "file:%s", write_lengths("40\n31\n"));
+    ctx_dist_t d = parsed(spec);
+    unlink(tmp_path);
+    problem_t p = test_paged_problem(2, 4, 32, 8, 128, 40, 9, 16);
+    const attn_kernel_t *bif = attn_kernel_find("bifurcated");
+    attn_plan_t plan;
+    memset(&plan, 0, sizeof plan);
+    device_info_t dev = test_h100();
+    bif->plan(&p, &dev, &plan);
+    assert_true(bifurcated_context_on_wgmma(&plan) > 0); /* fixed lengths: the wgmma body */
+    assert_int_equal(bifurcated_decode_keys(&p), 40 + 9 - 32);
+    problem_set_ctx_dist(&p, &d);
+    assert_null(bif->unsupported(&p));
+    bif->plan(&p, &dev, &plan);
+    assert_int_equal(bifurcated_context_on_wgmma(&plan), 0);
+    assert_int_equal(bifurcated_decode_keys(&p), 31 + 9 - 16); /* the shorter request's */
+    p.cache = CACHE_CONTIGUOUS;
+    assert_int_equal(bifurcated_decode_keys(&p), 9);
     ctx_dist_free(&d);
 }
 
@@ -531,6 +560,7 @@ int main(void)
         cmocka_unit_test(test_longest_first_beats_batch_order),
         cmocka_unit_test(test_work_list_covers_every_key),
         cmocka_unit_test(test_fused_plans_ragged_batches),
+        cmocka_unit_test(test_bifurcated_plans_ragged_batches),
         cmocka_unit_test(test_io_counts_stored_tokens),
         cmocka_unit_test(test_layouts_follow_each_length),
         cmocka_unit_test(test_length_changes_the_output),
