@@ -381,8 +381,7 @@ __device__ __forceinline__ cta_coord cta_decompose(const attn_params_t &P, int64
         const int64_t e = b / P.kv_heads;
         c.unit = __ldg(P.work + 2 * e);
         c.split = __ldg(P.work + 2 * e + 1);
-        c.k_lo = P.key_begin + c.split * P.chunk;
-        c.k_hi = min(min(P.key_end, kv_keys_of(&P.geom, c.unit)), c.k_lo + P.chunk);
+        kv_ragged_stream_range(&P.geom, c.unit, c.split, P.chunk, &c.k_lo, &c.k_hi);
         return c;
     }
     c.split = (int)(b % P.splits); b /= P.splits;
@@ -390,18 +389,8 @@ __device__ __forceinline__ cta_coord cta_decompose(const attn_params_t &P, int64
     c.unit = (int)(b / P.kv_heads);
     c.k_lo = P.key_begin + c.split * P.chunk;
     c.k_hi = min(P.key_end, c.k_lo + P.chunk);
-    if (P.ragged != ATTN_RAGGED_NONE) {
-        const kv_geometry_t *g = &P.geom;
-        const int request = P.ragged == ATTN_RAGGED_CTX ? c.unit : c.unit / g->beam;
-        const int ctx = kv_ctx_of(g, request);
-        const int ctx_part = g->layout == LAYOUT_PAGED ? ctx / g->block_size * g->block_size : ctx;
-        if (P.ragged == ATTN_RAGGED_CTX) {
-            c.k_hi = min(c.k_hi, ctx_part);
-        } else {
-            c.k_lo = ctx_part + c.split * P.chunk;
-            c.k_hi = min(ctx + g->gen, c.k_lo + P.chunk);
-        }
-    }
+    if (P.ragged == ATTN_RAGGED_CTX) kv_ragged_ctx_range(&P.geom, c.unit, c.split, P.chunk, &c.k_lo, &c.k_hi);
+    if (P.ragged == ATTN_RAGGED_DEC) kv_ragged_dec_range(&P.geom, c.unit, c.split, P.chunk, &c.k_lo, &c.k_hi);
     return c;
 }
 
@@ -409,8 +398,7 @@ __device__ __forceinline__ cta_coord cta_decompose(const attn_params_t &P, int64
 __device__ __forceinline__ int attn_unit_splits(const attn_params_t &P, int unit)
 {
     if (!P.work) return P.splits;
-    const int keys = min(P.key_end, kv_keys_of(&P.geom, unit)) - P.key_begin;
-    return (keys + P.chunk - 1) / P.chunk;
+    return (kv_keys_of(&P.geom, unit) + P.chunk - 1) / P.chunk;
 }
 __device__ __forceinline__ cta_coord cta_decompose(const attn_params_t &P) { return cta_decompose(P, blockIdx.x); }
 

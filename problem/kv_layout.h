@@ -95,6 +95,35 @@ HD int64_t kv_row_offset(const kv_geometry_t *g, const int32_t *block_table,
     return kv_contiguous_offset(g, src, which, head, pos);
 }
 
+/* A ragged batch's key ranges (kernels' grids, CPU-tested): split `split` of `chunk` keys
+ * of a stream's keys [0, kv_keys_of) (fused); of a request's context part, its context or
+ * on a paged cache its full context blocks (bifurcated); of a stream's decode part, from
+ * its request's context part's end to its own keys' end. An empty range (*hi <= *lo) is a
+ * split past the unit's end. */
+HD int kv_ctx_part_of(const kv_geometry_t *g, int request)
+{
+    const int ctx = kv_ctx_of(g, request);
+    return g->layout == LAYOUT_PAGED ? ctx / g->block_size * g->block_size : ctx;
+}
+HD void kv_ragged_stream_range(const kv_geometry_t *g, int stream, int split, int chunk, int *lo, int *hi)
+{
+    const int end = kv_keys_of(g, stream);
+    *lo = split * chunk;
+    *hi = *lo + chunk < end ? *lo + chunk : end;
+}
+HD void kv_ragged_ctx_range(const kv_geometry_t *g, int request, int split, int chunk, int *lo, int *hi)
+{
+    const int end = kv_ctx_part_of(g, request);
+    *lo = split * chunk;
+    *hi = *lo + chunk < end ? *lo + chunk : end;
+}
+HD void kv_ragged_dec_range(const kv_geometry_t *g, int stream, int split, int chunk, int *lo, int *hi)
+{
+    const int end = kv_keys_of(g, stream);
+    *lo = kv_ctx_part_of(g, stream / g->beam) + split * chunk;
+    *hi = *lo + chunk < end ? *lo + chunk : end;
+}
+
 /* Blocks of S tokens needed to hold n tokens. */
 HD int kv_blocks_for(int tokens, int block_size) { return (tokens + block_size - 1) / block_size; }
 

@@ -360,6 +360,67 @@ static void test_bifurcated_plans_ragged_batches(void **state)
     ctx_dist_free(&d);
 }
 
+/* Marks keys [lo, hi) of a stream as covered; each at most once. */
+static void cover(char *seen, int keys, int lo, int hi)
+{
+    for (int k = lo; k < hi; ++k) {
+        assert_true(k >= 0 && k < keys);
+        assert_int_equal(seen[k], 0);
+        seen[k] = 1;
+    }
+}
+
+/* The kernels' ranges of a ragged batch (kv_layout.h, what cta_decompose runs): fused's
+ * list covers every key of every stream once; bifurcated's dense grids (context splits
+ * over the longest context part, decode splits over the most decode keys) cover each
+ * stream's keys once between the two parts, the splits past a short request's end empty. */
+static void test_grid_ranges_cover_each_stream_once(void **state)
+{
+    (void)state;
+    char spec[128];
+    snprintf(spec, sizeof spec, "file:%s", write_lengths("1\n15\n16\n17\n40\n31\n333\n2\n"));
+    ctx_dist_t d = parsed(spec);
+    unlink(tmp_path);
+    const int chunks[] = {64, 128, 1024};
+    for (int paged = 0; paged < 2; ++paged)
+        for (size_t c = 0; c < sizeof chunks / sizeof chunks[0]; ++c) {
+            problem_t p = test_paged_problem(d.n, 3, 4, 2, 16, 1, 9, 16);
+            if (!paged) p.cache = CACHE_CONTIGUOUS;
+            problem_set_ctx_dist(&p, &d);
+            int32_t *lens;
+            assert_int_equal(problem_ctx_lens(&p, &lens), 0);
+            const int chunk = chunks[c];
+            kv_geometry_t fg = kv_geometry_make(&p, paged ? LAYOUT_PAGED : LAYOUT_CONTIGUOUS);
+            kv_geometry_t bg = kv_geometry_make(&p, paged ? LAYOUT_PAGED : LAYOUT_BIFURCATED);
+            fg.ctx_lens = bg.ctx_lens = lens;
+            const int ctx_part = paged ? p.ctx / 16 * 16 : p.ctx;
+            const int ctx_splits = (ctx_part + chunk - 1) / chunk;
+            const int dec_splits = (bifurcated_decode_keys(&p) + chunk - 1) / chunk;
+            for (int s = 0; s < problem_streams(&p); ++s) {
+                const int keys = kv_keys_of(&fg, s);
+                assert_int_equal(keys, lens[s / p.beam] + p.gen);
+                char fused_seen[400] = {0}, bif_seen[400] = {0};
+                int lo, hi;
+                for (long k = 0; k < ragged_chunks(keys, chunk); ++k) {
+                    kv_ragged_stream_range(&fg, s, (int)k, chunk, &lo, &hi);
+                    assert_true(lo < hi);
+                    cover(fused_seen, keys, lo, hi);
+                }
+                for (int k = 0; k < ctx_splits; ++k) {
+                    kv_ragged_ctx_range(&bg, s / p.beam, k, chunk, &lo, &hi);
+                    cover(bif_seen, keys, lo, hi);
+                }
+                for (int k = 0; k < dec_splits; ++k) {
+                    kv_ragged_dec_range(&bg, s, k, chunk, &lo, &hi);
+                    cover(bif_seen, keys, lo, hi);
+                }
+                for (int k = 0; k < keys; ++k) assert_true(fused_seen[k] && bif_seen[k]);
+            }
+            free(lens);
+        }
+    ctx_dist_free(&d);
+}
+
 /* Bytes count each request's stored tokens, not the padding to the longest. */
 static void test_io_counts_stored_tokens(void **state)
 {
@@ -561,6 +622,7 @@ int main(void)
         cmocka_unit_test(test_work_list_covers_every_key),
         cmocka_unit_test(test_fused_plans_ragged_batches),
         cmocka_unit_test(test_bifurcated_plans_ragged_batches),
+        cmocka_unit_test(test_grid_ranges_cover_each_stream_once),
         cmocka_unit_test(test_io_counts_stored_tokens),
         cmocka_unit_test(test_layouts_follow_each_length),
         cmocka_unit_test(test_length_changes_the_output),
