@@ -254,8 +254,9 @@ static void fused_plan(const problem_t *p, const device_info_t *dev, attn_plan_t
 {
     plan->runs = &kernel_fused;
     if (problem_ragged(p)) {
-        const bool two_per_sm = attn_keysplit_mt(p) > 1 || p->cache == CACHE_PAGED;
-        plan->split = fused_ragged_split(p, dev, two_per_sm ? 2 : 1);
+        /* balanced over the CTAs the SMs hold at once: co-resident CTAs share their SM's
+         * bandwidth, so a long chunk beside short ones streams at a share of it */
+        plan->split = fused_ragged_split(p, dev, attn_ctas_per_sm(p, true, dev));
         plan->variant = attn_tc_path(p) ? FUSED_TC : 0;
         return;
     }
