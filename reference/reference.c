@@ -70,12 +70,15 @@ void reference_ctx_fill(const ref_source_t *src, int request, int kv_head, float
 {
     const kv_geometry_t *g = &src->geom;
     const int d = g->head_dim;
+    /* a ragged batch's request: its own context, at the longest's stride */
+    const long n = g->ctx_lens ? kv_ctx_of(g, request) : g->ctx;
 #pragma omp parallel for schedule(static)
-    for (long i = 0; i < 2L * g->ctx; ++i)
+    for (long i = 0; i < 2L * n; ++i) {
+        const int which = (int)(i / n), pos = (int)(i % n);
+        float *row = buf + ((size_t)which * g->ctx + pos) * d;
         for (int x = 0; x < d; ++x)
-            buf[i * d + x] = kv_store(g, kv_ctx_logical(g, src->seed, request, (int)(i / g->ctx), kv_head,
-                                                        (int)(i % g->ctx), x),
-                                      (int)(i / g->ctx), kv_head);
+            row[x] = kv_store(g, kv_ctx_logical(g, src->seed, request, which, kv_head, pos, x), which, kv_head);
+    }
 }
 
 /* Context row of the request, read the way the bifurcated formulation reads it:

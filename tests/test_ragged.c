@@ -555,6 +555,26 @@ static void test_layouts_follow_each_length(void **state)
             reference_row_bifurcated(&bif.src, s, 1, rb);
             for (int x = 0; x < p.head_dim; ++x) assert_true(fabs(ra[x] - rb[x]) < 1e-12);
         }
+        /* the context of one request and kv head materialised as verification does: its
+         * own rows only (the rest stays NaN), and the same answers */
+        float *ctx_kv = malloc((size_t)2 * p.ctx * p.head_dim * sizeof *ctx_kv);
+        assert_non_null(ctx_kv);
+        for (long i = 0; i < 2L * p.ctx * p.head_dim; ++i) ctx_kv[i] = NAN;
+        for (int b = 0; b < p.batch; ++b) {
+            ref_source_t group = logical.src;
+            group.ctx_request = b;
+            group.ctx_head = 1;
+            reference_ctx_fill(&group, b, 1, ctx_kv);
+            group.ctx_kv = ctx_kv;
+            const int group_heads = p.heads / p.kv_heads;
+            for (int w = 0; w < p.beam; ++w)
+                for (int h = group_heads; h < 2 * group_heads; ++h) {
+                    reference_row(&logical.src, b * p.beam + w, h, ra);
+                    reference_row(&group, b * p.beam + w, h, rb);
+                    for (int x = 0; x < p.head_dim; ++x) assert_true(ra[x] == rb[x]);
+                }
+        }
+        free(ctx_kv);
         /* a ragged source without its lengths is incomplete, not silently the longest */
         logical.src.geom.ctx_lens = NULL;
         reference_row(&logical.src, 0, 0, ra);
