@@ -29,7 +29,7 @@ double io_kv_bytes_stored(const problem_t *p)
 
 double io_qo_bytes(const problem_t *p)
 {
-    return 2.0 * problem_streams(p) * p->heads * p->head_dim * (double)dtype_size(p->dtype);
+    return 2.0 * problem_queries(p) * p->heads * p->head_dim * (double)dtype_size(p->dtype);
 }
 
 double io_table_bytes(const problem_t *p)
@@ -49,7 +49,9 @@ double io_scale_bytes(const problem_t *p)
 
 double io_flops(const problem_t *p)
 {
-    return 4.0 * problem_streams(p) * p->heads * (double)problem_keys(p) * p->head_dim;
+    /* query token j attends to L - n + 1 + j keys: n L - n (n - 1) / 2 in all */
+    const double n = p->q_len, keys = n * problem_keys(p) - n * (n - 1) / 2;
+    return 4.0 * problem_streams(p) * p->heads * keys * p->head_dim;
 }
 
 double io_append_bytes(const problem_t *p)

@@ -123,7 +123,7 @@ static void load_dec_row(const ref_source_t *s, source_mode_t mode, int stream, 
     }
 }
 
-static void load_query(const ref_source_t *s, int stream, int head, double *q)
+static void load_query(const ref_source_t *s, int query, int head, double *q)
 {
     const problem_t *p = s->p;
     if (p->step == STEP_APPEND) {
@@ -131,7 +131,7 @@ static void load_query(const ref_source_t *s, int stream, int head, double *q)
         return;
     }
     for (int x = 0; x < p->head_dim; ++x)
-        q[x] = logical_q(s->seed, p->heads, p->head_dim, stream, head, x);
+        q[x] = logical_q(s->seed, p->heads, p->head_dim, query, head, x);
 }
 
 static double dot(const double *a, const double *b, int d)
@@ -141,10 +141,11 @@ static double dot(const double *a, const double *b, int d)
     return sum;
 }
 
-void reference_row(const ref_source_t *src, int stream, int head, double *out)
+void reference_row(const ref_source_t *src, int query, int head, double *out)
 {
     const problem_t *p = src->p;
-    const int d = p->head_dim, L = problem_keys(p), kv_head = head / problem_group(p);
+    const int stream = query / p->q_len, L = problem_keys_of_token(p, query % p->q_len);
+    const int d = p->head_dim, kv_head = head / problem_group(p);
     const source_mode_t mode = source_mode(src);
     double *logit = d <= REF_MAX_HEAD_DIM && mode != SOURCE_INCOMPLETE
                         ? malloc((size_t)L * sizeof *logit) : NULL;
@@ -154,7 +155,7 @@ void reference_row(const ref_source_t *src, int stream, int head, double *out)
     }
     double q[REF_MAX_HEAD_DIM], row[REF_MAX_HEAD_DIM], acc[REF_MAX_HEAD_DIM] = {0};
     const double scale = problem_scale(p);
-    load_query(src, stream, head, q);
+    load_query(src, query, head, q);
 
     double max_logit = -INFINITY;
     for (int pos = 0; pos < L; ++pos) {
@@ -176,10 +177,12 @@ void reference_row(const ref_source_t *src, int stream, int head, double *out)
     free(logit);
 }
 
-void reference_row_bifurcated(const ref_source_t *src, int stream, int head, double *out)
+void reference_row_bifurcated(const ref_source_t *src, int query, int head, double *out)
 {
     const problem_t *p = src->p;
-    const int d = p->head_dim, m_c = p->ctx, m_d = p->gen, kv_head = head / problem_group(p);
+    /* the context precedes every query token; the causal mask cuts decoded keys only */
+    const int stream = query / p->q_len, m_c = p->ctx, m_d = problem_keys_of_token(p, query % p->q_len) - p->ctx;
+    const int d = p->head_dim, kv_head = head / problem_group(p);
     const source_mode_t mode = source_mode(src);
     double *logit_c = NULL, *logit_d = NULL;
     if (d <= REF_MAX_HEAD_DIM && mode != SOURCE_INCOMPLETE) {
@@ -195,7 +198,7 @@ void reference_row_bifurcated(const ref_source_t *src, int stream, int head, dou
     double q[REF_MAX_HEAD_DIM], row[REF_MAX_HEAD_DIM];
     double out_c[REF_MAX_HEAD_DIM] = {0}, out_d[REF_MAX_HEAD_DIM] = {0};
     const double scale = problem_scale(p);
-    load_query(src, stream, head, q);
+    load_query(src, query, head, q);
 
     /* <q, K_c> and <q, K_d> separately (Eq. 3) ... */
     for (int pos = 0; pos < m_c; ++pos) {

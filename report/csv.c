@@ -38,7 +38,7 @@ static const col_desc_t cols[] = {
     S(ran), S(model), I(layers), S(args), D(sm_mhz, "%.0f"),
     D(peak_gbps, "%.0f"), D(peak_tflops, "%.0f"), D(pct_spec_bw, "%.2f"),
     D(workspace_bytes, "%.0f"), S(flags), I(device), S(kv_dtype),
-    I(tp), S(tp_us), S(step),
+    I(tp), S(tp_us), S(step), I(q_len),
 };
 #undef S
 #undef I
@@ -83,6 +83,7 @@ void result_row_init(result_row_t *r)
     memset(r, 0, sizeof *r);
     r->layers = 1;
     r->tp = 1;
+    r->q_len = 1;
     for (int c = 0; c < NCOLS; c++)
         if (cols[c].type == COL_DBL)
             *(double *)((char *)r + cols[c].offset) = NAN;
@@ -290,12 +291,15 @@ void csv_row_key(const result_row_t *r, char *buf, size_t len)
             snprintf(scale, sizeof scale, "%.17g", q);
         snprintf(append, sizeof append, "|append=%s/%s/%s", rope, base, scale);
     }
-    snprintf(buf, len, "%s|%s|%d|%d|%d|%d|%d|%d|%d|%s|%s|%d|%d|%s|%s|%s|%d|q%s|%s|%s%s%s%s",
+    /* --q-len n: n query tokens per stream, another row than one token's */
+    char ql[24] = "";
+    if (r->q_len > 1) snprintf(ql, sizeof ql, "|q_len=%d", r->q_len);
+    snprintf(buf, len, "%s|%s|%d|%d|%d|%d|%d|%d|%d|%s|%s|%d|%d|%s|%s|%s|%d|q%s|%s|%s%s%s%s%s",
              r->gpu, r->kernel, r->batch, r->beam, r->heads, r->kv_heads, r->head_dim,
              r->ctx, r->gen, r->dtype, r->cache, r->block_size, r->indirection,
              r->multi_block, splits, r->model, r->layers, qs,
              args_has(r, "--hot", NULL, 0) ? "hot" : "flushed",
-             args_has(r, "--graph", NULL, 0) ? "graph" : "launches", kv, tp, append);
+             args_has(r, "--graph", NULL, 0) ? "graph" : "launches", kv, tp, append, ql);
 }
 
 /* Gives t the column `col`, each row's value(row), where it has none. */
@@ -590,13 +594,27 @@ static int check_row(const csv_table_t *t, int row, char *what, size_t len)
                  tp == 1 ? 0 : tp, tp);
         return -1;
     }
-    /* step, the last column: empty (a row of an earlier version: its args tell) or a
+    /* step: empty (a row of an earlier version: its args tell) or a
      * known step, so that a row torn inside it reads as torn */
     static const char *const steps[] = { "", "attend", "append" };
     const char *stp = csv_cell(t, row, "step");
     if (stp != NULL && !in_set(stp, steps, 3)) {
         snprintf(what, len, "column step: '%.40s' is not attend or append", stp);
         return -1;
+    }
+    /* q_len: a query-token count from 1 to 16, the one the row's args name (--q-len; none:
+     * 1), so that a row torn inside it (16 cut to 1, or to nothing) reads as torn */
+    const char *ql = csv_cell(t, row, "q_len");
+    if (ql != NULL) {
+        char *end;
+        long n = strtol(ql, &end, 10);
+        const char *args = csv_cell(t, row, "args");
+        const char *opt = args ? strstr(args, "--q-len ") : NULL;
+        long want = opt ? strtol(opt + 8, NULL, 10) : 1;
+        if (!*ql || *end || n < 1 || n > 16 || (args && *args && n != want)) {
+            snprintf(what, len, "column q_len: '%.40s' is not a query-token count from 1 to 16 matching its args", ql);
+            return -1;
+        }
     }
     /* an ok row measured a time: each of its times a finite positive number */
     static const char *const times[] = { "median_us", "p10_us", "p90_us", "min_us", "max_us" };

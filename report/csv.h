@@ -38,15 +38,17 @@ typedef struct result_row {
     char tp_us[96];    /* --tp: each GPU's median_us, in GPU order, joined by ';' (median_us
                           is their max); empty on one GPU */
     char step[8];      /* --step: attend, or append (RoPE, quantise and append first) */
+    int q_len;         /* --q-len: query tokens per stream (speculative decoding); 1 in a
+                          file written before the column */
 } result_row_t;
 
 /* Every SPEC §6 column must be present in a file that is read; the appended ones
  * (ran, model, layers, args, sm_mhz, peak_gbps, peak_tflops, pct_spec_bw,
- * workspace_bytes, flags, device, kv_dtype, tp, tp_us, step) may be absent. */
+ * workspace_bytes, flags, device, kv_dtype, tp, tp_us, step, q_len) may be absent. */
 #define CSV_SPEC_COLUMNS 34
 extern const int csv_column_count;
 
-/* Empty strings, zero integers, layers 1, every measured number NaN. */
+/* Empty strings, zero integers, layers, tp and q_len 1, every measured number NaN. */
 void result_row_init(result_row_t *r);
 
 /* One field, quoted (RFC 4180) only when it holds a comma, a quote or a line break. */
@@ -102,7 +104,8 @@ int csv_append(csv_table_t *dst, const csv_table_t *src, char *msg, size_t len);
  * empty or holds "--splits"; otherwise it is the planner's choice, a result rather
  * than configuration. An 8-bit cache adds its storage and its --kv-scale (absent:
  * tensor); a cache in the dtype adds nothing, so keys of earlier rows stay theirs.
- * --step append adds its RoPE settings (csv_row_step); attend, the default, nothing. */
+ * --step append adds its RoPE settings (csv_row_step); attend, the default, nothing;
+ * q_len above 1 adds its count, and 1 nothing. */
 void csv_row_key(const result_row_t *r, char *buf, size_t len);
 /* The row's KV storage: its kv_dtype, else (a row of a file written before that column)
  * the --kv-dtype of its args, else its dtype. */

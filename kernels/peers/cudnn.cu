@@ -149,6 +149,8 @@ static const char *cudnn_open(void)
  * for a shape it says when setup builds the graph. */
 static const char *cudnn_unsupported(const problem_t *p)
 {
+    if (p->q_len > 1)
+        return "the cuDNN graph is built for one query token per stream (no --q-len > 1)";
     if (p->dtype != DTYPE_FP16 && p->dtype != DTYPE_BF16)
         return "cuDNN's SDPA takes fp16 and bf16 (and fp8) inputs, not fp32";
     if (p->indirection)

@@ -238,6 +238,8 @@ static const char *fi_size_limits(const problem_t *p)
 
 static const char *fi_unsupported(const problem_t *p)
 {
+    if (p->q_len > 1)
+        return "runs FlashInfer's decode, one query token per stream; --q-len > 1 would take its prefill path, not wired here";
     if (p->dtype == DTYPE_FP32)
         return "FlashInfer's decode is built here for fp16 and bf16 (its wrapper has no fp32 path)";
     if (p->head_dim != 64 && p->head_dim != 128)

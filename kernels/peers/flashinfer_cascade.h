@@ -72,6 +72,8 @@ static inline int fic_unique_blocks(const problem_t *p)
 /* NULL when FlashInfer's code path, as built here, runs p; else the reason. */
 static inline const char *fic_unsupported(const problem_t *p)
 {
+    if (p->q_len > 1)
+        return "the cascade is run on FlashInfer's decode, one query token per stream (no --q-len > 1)";
     if (p->cache != CACHE_PAGED)
         return "the cascade's shared level is the paged cache's shared context blocks (--cache paged); "
                "a contiguous cache has none";
