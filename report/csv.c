@@ -318,14 +318,14 @@ static int add_column(csv_table_t *t, const char *col, void (*value)(const resul
     t->names = names;
     for (int row = 0; row < t->nrows; row++) {
         result_row_t r;
-        char kv[32];
+        char cell[32];
         if (csv_row_parse(t, row, &r) != 0)
             result_row_init(&r);
         value(&r, kv, sizeof kv);
         char **cells = realloc(t->cells[row], (size_t)(t->ncols + 1) * sizeof *cells);
         if (cells != NULL)
             t->cells[row] = cells;
-        if (cells == NULL || (cells[t->ncols] = strdup(kv)) == NULL) {
+        if (cells == NULL || (cells[t->ncols] = strdup(cell)) == NULL) {
             /* the table stays as it was: ncols columns, the new cells freed */
             for (int k = 0; k < row; k++)
                 free(t->cells[k][t->ncols]);
@@ -346,6 +346,19 @@ int csv_add_kv_dtype(csv_table_t *t, char *msg, size_t len)
 int csv_add_step(csv_table_t *t, char *msg, size_t len)
 {
     return add_column(t, "step", csv_row_step, msg, len);
+}
+
+/* A row of a file written before the q_len column: the --q-len of its args, else 1. */
+static void row_q_len(const result_row_t *r, char *buf, size_t len)
+{
+    char v[16];
+    if (args_has(r, "--q-len", v, sizeof v) && v[0]) snprintf(buf, len, "%s", v);
+    else snprintf(buf, len, "%d", r->q_len > 0 ? r->q_len : 1);
+}
+
+int csv_add_q_len(csv_table_t *t, char *msg, size_t len)
+{
+    return add_column(t, "q_len", row_q_len, msg, len);
 }
 
 /* ---- reading ---- */

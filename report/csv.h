@@ -119,6 +119,8 @@ void csv_row_step(const result_row_t *r, char *buf, size_t len);
 int csv_add_kv_dtype(csv_table_t *t, char *msg, size_t len);
 /* The same for the step column (csv_row_step): attend for every row of an earlier file. */
 int csv_add_step(csv_table_t *t, char *msg, size_t len);
+/* The same for the q_len column: each row's --q-len (from its args), else 1. */
+int csv_add_q_len(csv_table_t *t, char *msg, size_t len);
 /* How many of the columns, in order, the header of a results CSV (read from path) holds:
  * a file of an earlier version holds the first of them. Returns that count, or -1 with
  * one line in msg when its header is not such a prefix. */
