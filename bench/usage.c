@@ -163,7 +163,7 @@ static const char sweep_text[] =
     "it completes. A configuration a kernel cannot run gets status unsupported, one\n"
     "that does not fit in device memory oom; the sweep goes on. Order, outermost\n"
     "first: dtype, kv dtype, kv scale, cache, block size, h, g, d, multi-block, splits,\n"
-    "ctx, gen, batch, beam. Exit 1 if any row errored or failed verification.\n"
+    "ctx, gen, batch, beam, q-len. Exit 1 if a row errored or failed verification.\n"
     "\n"
     "  -k, --kernels K1,K2    kernels to run; `peers` names every peer  [attnbench's own]\n"
     "                         of %s\n"
