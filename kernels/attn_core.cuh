@@ -1075,10 +1075,8 @@ __global__ void __launch_bounds__(ATTN_THREADS, ATTN_CC_MINB) attn_cc_kernel(con
     __syncthreads();
 
     float m[R], l[R], o[R][VPL];
-    int key_end[R]; /* each row's causal end (row_key_end) */
 #pragma unroll
     for (int r = 0; r < R; ++r) {
-        key_end[r] = row_key_end(P, c, r);
         m[r] = -INFINITY; l[r] = 0.f;
 #pragma unroll
         for (int i = 0; i < VPL; ++i) o[r][i] = 0.f;
@@ -1102,9 +1100,12 @@ __global__ void __launch_bounds__(ATTN_THREADS, ATTN_CC_MINB) attn_cc_kernel(con
             }
         }
         float p[R];
+        /* the causal mask among the query tokens, where the warp's keys reach it */
+        const bool causal = attn_causal_tile(P, base, 32);
 #pragma unroll
         for (int r = 0; r < R; ++r) {
-            float v = valid && pos < key_end[r] ? s[r] * scale_log2 : -INFINITY;
+            const bool seen = valid && (!causal || pos < row_key_end(P, c, r));
+            float v = seen ? s[r] * scale_log2 : -INFINITY;
             float m_new = fmaxf(m[r], warp_max(v));
             float m_use = m_new == -INFINITY ? 0.f : m_new;
             float alpha = exp2f(m[r] - m_use);
