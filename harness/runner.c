@@ -290,7 +290,7 @@ static int reference_rows(const ref_source_t *src, long *at, long from, long to,
         return -1;
     }
     for (long i = 0; i < n; ++i) {
-        long stream = at[from + i] / p->heads / p->q_len, head = at[from + i] % p->heads;
+        long stream = query_stream((int)(at[from + i] / p->heads), p->q_len), head = at[from + i] % p->heads;
         k[i].key = stream / p->beam * p->kv_heads + head / problem_group(p);
         k[i].row = at[from + i];
     }

@@ -69,6 +69,7 @@
 #include <cuda_fp8.h>
 #include "registry.h"
 #include "../problem/kv_layout.h"
+#include "../problem/query_rows.h"
 #include "../problem/split_plan.h"
 
 #define ATTN_KEY_TILE 64      /* keys per pipeline stage; split chunks are multiples of it */
@@ -404,8 +405,7 @@ __device__ __forceinline__ bool row_target(const attn_params_t &P, const cta_coo
 __device__ __forceinline__ int row_key_end(const attn_params_t &P, const cta_coord &c, int r)
 {
     const int gr = c.row_tile * P.rows_per_cta + r;
-    const int query = c.unit * P.streams_per_unit + gr / P.group;
-    return P.causal_end + query % P.q_len;
+    return P.causal_end + query_token(c.unit * P.streams_per_unit + gr / P.group, P.q_len);
 }
 /* Whether keys [pos, pos + n) reach the causal mask of some row. */
 __device__ __forceinline__ bool attn_causal_tile(const attn_params_t &P, int pos, int n)

@@ -6,6 +6,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <math.h>
+#include "query_rows.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -78,8 +79,9 @@ static inline int problem_queries(const problem_t *p) { return problem_streams(p
 /* Query rows that read one kv head of one stream: q_len x p. */
 static inline int problem_stream_rows(const problem_t *p) { return p->q_len * problem_group(p); }
 static inline int problem_keys(const problem_t *p) { return p->ctx + p->gen; }
-/* Keys query token j of a stream attends to: L - q_len + 1 + j (causal among the q_len). */
-static inline int problem_keys_of_token(const problem_t *p, int j) { return problem_keys(p) - p->q_len + 1 + j; }
+/* Keys query token j of a stream attends to: L - q_len + 1 + j (causal among the q_len;
+ * query_rows.h's query_key_end, for query rows). */
+static inline int problem_keys_of_token(const problem_t *p, int j) { return query_key_end(problem_keys(p), p->q_len, j); }
 static inline double problem_scale(const problem_t *p)
 {
     return 1.0 / (p->q_scaling * sqrt((double)p->head_dim));

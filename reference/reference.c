@@ -144,7 +144,7 @@ static double dot(const double *a, const double *b, int d)
 void reference_row(const ref_source_t *src, int query, int head, double *out)
 {
     const problem_t *p = src->p;
-    const int stream = query / p->q_len, L = problem_keys_of_token(p, query % p->q_len);
+    const int stream = query_stream(query, p->q_len), L = query_key_end(problem_keys(p), p->q_len, query);
     const int d = p->head_dim, kv_head = head / problem_group(p);
     const source_mode_t mode = source_mode(src);
     double *logit = d <= REF_MAX_HEAD_DIM && mode != SOURCE_INCOMPLETE
@@ -181,7 +181,8 @@ void reference_row_bifurcated(const ref_source_t *src, int query, int head, doub
 {
     const problem_t *p = src->p;
     /* the context precedes every query token; the causal mask cuts decoded keys only */
-    const int stream = query / p->q_len, m_c = p->ctx, m_d = problem_keys_of_token(p, query % p->q_len) - p->ctx;
+    const int stream = query_stream(query, p->q_len), m_c = p->ctx;
+    const int m_d = query_key_end(problem_keys(p), p->q_len, query) - p->ctx;
     const int d = p->head_dim, kv_head = head / problem_group(p);
     const source_mode_t mode = source_mode(src);
     double *logit_c = NULL, *logit_d = NULL;

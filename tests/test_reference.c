@@ -176,6 +176,10 @@ static void test_q_len_causal(void **state)
     const int L = problem_keys(&p), d = p.head_dim;
     assert_int_equal(problem_keys_of_token(&p, 0), L - 3);
     assert_int_equal(problem_keys_of_token(&p, 3), L);
+    /* query row 6 of [B*W*n, h, d] is stream 1's token 2 (query_rows.h) */
+    assert_int_equal(query_stream(6, p.q_len), 1);
+    assert_int_equal(query_token(6, p.q_len), 2);
+    assert_int_equal(query_key_end(L, p.q_len, 6), L - 1);
     for (int s = 0; s < problem_streams(&p); ++s)
         for (int j = 0; j < p.q_len; ++j) {
             built_t b;
