@@ -126,8 +126,8 @@ static void load_dec_row(const ref_source_t *s, source_mode_t mode, int stream, 
 static void load_query(const ref_source_t *s, int query, int head, double *q)
 {
     const problem_t *p = s->p;
-    if (p->step == STEP_APPEND) {
-        reference_append_q(s, stream, head, q);
+    if (p->step == STEP_APPEND) { /* one query token per stream (problem_validate) */
+        reference_append_q(s, query_stream(query, p->q_len), head, q);
         return;
     }
     for (int x = 0; x < p->head_dim; ++x)

@@ -318,14 +318,14 @@ static int add_column(csv_table_t *t, const char *col, void (*value)(const resul
     t->names = names;
     for (int row = 0; row < t->nrows; row++) {
         result_row_t r;
-        char cell[32];
+        char kv[32];
         if (csv_row_parse(t, row, &r) != 0)
             result_row_init(&r);
         value(&r, kv, sizeof kv);
         char **cells = realloc(t->cells[row], (size_t)(t->ncols + 1) * sizeof *cells);
         if (cells != NULL)
             t->cells[row] = cells;
-        if (cells == NULL || (cells[t->ncols] = strdup(cell)) == NULL) {
+        if (cells == NULL || (cells[t->ncols] = strdup(kv)) == NULL) {
             /* the table stays as it was: ncols columns, the new cells freed */
             for (int k = 0; k < row; k++)
                 free(t->cells[k][t->ncols]);
@@ -607,8 +607,8 @@ static int check_row(const csv_table_t *t, int row, char *what, size_t len)
                  tp == 1 ? 0 : tp, tp);
         return -1;
     }
-    /* step: empty (a row of an earlier version: its args tell) or a
-     * known step, so that a row torn inside it reads as torn */
+    /* step: empty (a row of an earlier version: its args tell) or a known step, so that a
+     * row torn inside it reads as torn */
     static const char *const steps[] = { "", "attend", "append" };
     const char *stp = csv_cell(t, row, "step");
     if (stp != NULL && !in_set(stp, steps, 3)) {

@@ -72,6 +72,7 @@ bad run --q-len 1,4 --kernel fused
 bad run --q-len 4 --kernel cublas
 bad sweep --q-len 2,4 --gen 3 --out "$csv"
 bad sweep --q-len 1:32 --out "$csv"
+bad run --q-len 4 --step append --kernel fused
 bad sweep --beam 1:4 --kv-heads 32,8,3 --out "$csv"
 bad sweep --cache paged --block-size 8:256 --out "$csv"
 
