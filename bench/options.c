@@ -25,7 +25,7 @@ enum opt_id {
     OPT_PAPER, OPT_FORMAT, OPT_THRESHOLD, OPT_CHANGES, OPT_HELP,
     OPT_NO_VERIFY, OPT_VERIFY_TIME, OPT_MAX_NOISE, OPT_MAX_TIME, OPT_DRY_RUN, OPT_SHARD,
     OPT_DEVICES, OPT_KV_DTYPE, OPT_KV_SCALE, OPT_VS_PEERS, OPT_STEP, OPT_ROPE, OPT_ROPE_BASE,
-    OPT_ROPE_SCALE, OPT_CTX_DIST,
+    OPT_ROPE_SCALE, OPT_CTX_DIST, OPT_Q_LEN,
 };
 
 /* Where an option may appear: one bit per command, and suite lines. */
@@ -53,6 +53,8 @@ static const opt_def_t opt_defs[] = {
     {"gen", required_argument, OPT_GEN, 0, PROBLEM, GRID_FIELD_GEN},
     /* ragged batches: each request's own context length (docs/RAGGED.md) */
     {"ctx-dist", required_argument, OPT_CTX_DIST, 0, PROBLEM, GRID_FIELD_CTX_DIST},
+    /* speculative decoding: query tokens per stream (docs/Q-LEN.md) */
+    {"q-len", required_argument, OPT_Q_LEN, 0, PROBLEM, GRID_FIELD_Q_LEN},
     {"dtype", required_argument, OPT_DTYPE, 't', PROBLEM, GRID_FIELD_DTYPE},
     {"kv-dtype", required_argument, OPT_KV_DTYPE, 0, PROBLEM, GRID_FIELD_KV_DTYPE},
     {"kv-scale", required_argument, OPT_KV_SCALE, 0, PROBLEM, GRID_FIELD_KV_SCALE},
@@ -382,6 +384,7 @@ static int_list_t *grid_list(grid_t *g, int id)
     case OPT_GEN: return &g->gen;
     case OPT_BLOCK_SIZE: return &g->block_size;
     case OPT_SPLITS: return &g->splits;
+    case OPT_Q_LEN: return &g->q_len;
     default: return NULL;
     }
 }
@@ -677,6 +680,7 @@ static int check_single(const options_t *o, char *msg, size_t len)
         {GRID_FIELD_KV_DTYPE, g->n_kv_dtype ? g->n_kv_dtype : 1}, {GRID_FIELD_KV_SCALE, g->n_kv_scale},
         {GRID_FIELD_CACHE, g->n_cache}, {GRID_FIELD_BLOCK_SIZE, g->block_size.n},
         {GRID_FIELD_MULTI_BLOCK, g->n_multi_block}, {GRID_FIELD_SPLITS, g->splits.n},
+        {GRID_FIELD_Q_LEN, g->q_len.n},
     };
     for (size_t i = 0; i < sizeof axes / sizeof axes[0]; ++i) {
         if (axes[i].n == 1) continue;

@@ -35,10 +35,10 @@ struct q_source {
     {
         uint64_t row = div_u64((uint64_t)e, (uint32_t)d);
         int x = (int)((uint64_t)e - row * d);
-        uint64_t stream = div_u64(row, (uint32_t)heads);
-        int head = (int)(row - stream * heads);
+        uint64_t query = div_u64(row, (uint32_t)heads);
+        int head = (int)(row - query * heads);
 #pragma unroll
-        for (int i = 0; i < N; ++i) v[i] = logical_q(seed, heads, d, (int)stream, head, x + i);
+        for (int i = 0; i < N; ++i) v[i] = logical_q(seed, heads, d, (int)query, head, x + i);
     }
     __device__ float scalar(int64_t e) const
     {
@@ -291,7 +291,7 @@ extern "C" cudaError_t fill_q(void *q, const problem_t *p, uint64_t seed, cudaSt
 {
     if (!q || !p || p->heads <= 0 || p->head_dim <= 0 || p->batch <= 0 || p->beam <= 0)
         return cudaErrorInvalidValue;
-    int64_t elements = (int64_t)problem_streams(p) * p->heads * p->head_dim;
+    int64_t elements = (int64_t)problem_queries(p) * p->heads * p->head_dim;
     if (p->dtype != DTYPE_FP16 && p->dtype != DTYPE_BF16 && p->dtype != DTYPE_FP32) return cudaErrorInvalidValue;
     q_source src = {seed, p->heads, p->head_dim};
     return launch_fill_dtype(q, elements, p->dtype, p->head_dim, src, s);

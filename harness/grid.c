@@ -83,6 +83,7 @@ void grid_default(grid_t *g)
     g->gen = (int_list_t){1, {p.gen}};
     g->block_size = (int_list_t){1, {p.block_size}};
     g->splits = (int_list_t){1, {p.splits}};
+    g->q_len = (int_list_t){1, {p.q_len}};
     g->dtype[0] = p.dtype, g->n_dtype = 1;
     g->n_kv_dtype = 0;
     g->kv_scale[0] = p.kv_scale, g->n_kv_scale = 1;
@@ -101,7 +102,7 @@ void grid_default(grid_t *g)
 
 /* The axes in expansion order, outermost first (see grid.h). */
 enum { AX_DTYPE, AX_KV_DTYPE, AX_KV_SCALE, AX_CACHE, AX_BLOCK, AX_HEADS, AX_KV_HEADS,
-       AX_HEAD_DIM, AX_MULTI_BLOCK, AX_SPLITS, AX_CTX, AX_GEN, AX_BATCH, AX_BEAM, AX_COUNT };
+       AX_HEAD_DIM, AX_MULTI_BLOCK, AX_SPLITS, AX_CTX, AX_GEN, AX_BATCH, AX_BEAM, AX_Q_LEN, AX_COUNT };
 
 static bool is_8bit(dtype_t t) { return t == DTYPE_FP8 || t == DTYPE_INT8; }
 
@@ -130,7 +131,8 @@ static int axis_size(const grid_t *g, int a, const int *idx)
     case AX_CTX: return g->ctx.n;
     case AX_GEN: return g->gen.n;
     case AX_BATCH: return g->batch.n;
-    default: return g->beam.n;
+    case AX_BEAM: return g->beam.n;
+    default: return g->q_len.n;
     }
 }
 
@@ -151,6 +153,7 @@ static void point_at(const grid_t *g, const int *idx, problem_t *p)
     p->gen = g->gen.v[idx[AX_GEN]];
     p->batch = g->batch.v[idx[AX_BATCH]];
     p->beam = g->beam.v[idx[AX_BEAM]];
+    p->q_len = g->q_len.v[idx[AX_Q_LEN]];
     p->indirection = g->indirection;
     p->q_scaling = g->q_scaling;
     p->layers = g->layers;
@@ -180,7 +183,7 @@ long grid_count(const grid_t *g)
     for (int c = 0; c < g->n_cache; ++c) caches += g->cache[c] == CACHE_PAGED ? g->block_size.n : 1;
     for (int i = 0; i < g->n_kv_dtype; ++i) kv += is_8bit(g->kv_dtype[i]) ? g->n_kv_scale : 1;
     double n = (double)g->n_dtype * kv * caches * g->heads.n * g->kv_heads.n * g->head_dim.n *
-               g->n_multi_block * g->splits.n * g->ctx.n * g->gen.n * g->batch.n * g->beam.n;
+               g->n_multi_block * g->splits.n * g->ctx.n * g->gen.n * g->batch.n * g->beam.n * g->q_len.n;
     return n > GRID_POINTS_MAX ? GRID_POINTS_MAX + 1L : (long)n;
 }
 
@@ -193,6 +196,7 @@ static int check_axes(const grid_t *g, char *msg, size_t len)
         {"--multi-block", g->n_multi_block, 3}, {"--splits", g->splits.n, LIST_MAX},
         {"--ctx", g->ctx.n, LIST_MAX}, {"--gen", g->gen.n, LIST_MAX},
         {"--batch", g->batch.n, LIST_MAX}, {"--beam", g->beam.n, LIST_MAX},
+        {"--q-len", g->q_len.n, LIST_MAX},
     };
     for (size_t i = 0; i < sizeof axes / sizeof axes[0]; ++i) {
         if (axes[i].n < 1) FAIL("%s: empty list", axes[i].opt);
@@ -262,6 +266,7 @@ void grid_override(grid_t *dst, const grid_t *src, unsigned fields)
     if (fields & GRID_FIELD_GEN) dst->gen = src->gen;
     if (fields & GRID_FIELD_BLOCK_SIZE) dst->block_size = src->block_size;
     if (fields & GRID_FIELD_SPLITS) dst->splits = src->splits;
+    if (fields & GRID_FIELD_Q_LEN) dst->q_len = src->q_len;
     if (fields & GRID_FIELD_DTYPE) {
         memcpy(dst->dtype, src->dtype, sizeof dst->dtype);
         dst->n_dtype = src->n_dtype;

@@ -25,6 +25,7 @@ int int_list_parse(const char *opt, const char *s, int_list_t *out, char *msg, s
 
 typedef struct grid {
     int_list_t batch, beam, heads, kv_heads, head_dim, ctx, gen, block_size, splits;
+    int_list_t q_len;                /* --q-len: query tokens per stream */
     dtype_t dtype[3]; int n_dtype;
     /* --kv-dtype: 8-bit storages, or the 16/32-bit name of a point's dtype (its cache in
      * that dtype); none listed (n 0): every cache in its dtype */
@@ -56,7 +57,7 @@ enum grid_field {
     GRID_FIELD_Q_SCALING = 1u << 13, GRID_FIELD_MODEL = 1u << 14, GRID_FIELD_LAYERS = 1u << 15,
     GRID_FIELD_KV_DTYPE = 1u << 16, GRID_FIELD_KV_SCALE = 1u << 17, GRID_FIELD_TP = 1u << 18,
     GRID_FIELD_STEP = 1u << 19, GRID_FIELD_ROPE = 1u << 20, GRID_FIELD_ROPE_BASE = 1u << 21,
-    GRID_FIELD_ROPE_SCALE = 1u << 22, GRID_FIELD_CTX_DIST = 1u << 23,
+    GRID_FIELD_ROPE_SCALE = 1u << 22, GRID_FIELD_CTX_DIST = 1u << 23, GRID_FIELD_Q_LEN = 1u << 24,
 };
 /* The options that only --step append takes. */
 #define GRID_FIELDS_ROPE (GRID_FIELD_ROPE | GRID_FIELD_ROPE_BASE | GRID_FIELD_ROPE_SCALE)
@@ -72,10 +73,11 @@ int grid_validate(const grid_t *g, char *msg, size_t len);
 
 /* The Cartesian product, outermost axis first:
  *   dtype, kv_dtype, kv_scale (8-bit points only), cache, block_size, heads, kv_heads,
- *   head_dim, multi_block, splits, ctx, gen, batch, beam
+ *   head_dim, multi_block, splits, ctx, gen, batch, beam, q_len
  * so that consecutive rows of a sweep walk the beam width, then the batch, at a fixed
- * context, as the paper's tables are laid out. A ragged --ctx-dist gives each point its
- * lengths and its longest as ctx (one --ctx value, not used, or none). Every point is validated (grid_validate);
+ * context, as the paper's tables are laid out (and the query-token counts of one
+ * configuration side by side). A ragged --ctx-dist gives each point its lengths and its
+ * longest as ctx (one --ctx value, not used, or none). Every point is validated (grid_validate);
  * on success *out is malloc'd (caller frees) and holds *n points; on -1 *out is NULL. */
 int grid_expand(const grid_t *g, problem_t **out, int *n, char *msg, size_t len);
 

@@ -16,7 +16,7 @@ void mem_plan_make(const problem_t *p, const attn_kernel_t *kernel, const attn_p
 
     *m = (mem_plan_t){0};
     m->geom = kv_geometry_make(p, layout);
-    m->q = rounded(streams * p->heads * p->head_dim * es);
+    m->q = rounded(streams * p->q_len * p->heads * p->head_dim * es); /* [B*W, q_len, h, d] */
     m->out = m->q;
     for (int part = 0; part < 2; ++part) {
         m->kv_elements[part] = layout_elements(&m->geom, p, part);

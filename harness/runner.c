@@ -118,6 +118,7 @@ static void row_args(const problem_t *p, const attn_kernel_t *k, const timing_op
     }
     if (p->tp > 1) MORE(" --tp %d", p->tp);
     if (problem_ragged(p)) MORE(" --ctx-dist %s", p->ctx_dist->spec);
+    if (p->q_len > 1) MORE(" --q-len %d", p->q_len);
     if (t->hot) MORE(" --hot");
     if (t->graph) MORE(" --graph");
 #undef MORE
@@ -150,6 +151,7 @@ void runner_describe_unplanned(const char *gpu, const timing_opts_t *timing, con
     snprintf(row->model, sizeof row->model, "%s", p->model ? p->model : "");
     row->layers = p->layers;
     row->tp = p->tp;
+    row->q_len = p->q_len;
     row_args(p, k, timing, row->args, sizeof row->args);
     snprintf(row->kv_dtype, sizeof row->kv_dtype, "%s", dtype_name(problem_kv_dtype(p)));
     snprintf(row->step, sizeof row->step, "%s", step_name(p->step));
@@ -295,7 +297,7 @@ static int reference_rows(const ref_source_t *src, long *at, long from, long to,
         return -1;
     }
     for (long i = 0; i < n; ++i) {
-        long stream = at[from + i] / p->heads, head = at[from + i] % p->heads;
+        long stream = query_stream((int)(at[from + i] / p->heads), p->q_len), head = at[from + i] % p->heads;
         k[i].key = stream / p->beam * p->kv_heads + head / problem_group(p);
         k[i].row = at[from + i];
     }
@@ -326,7 +328,7 @@ static int checked_rows_make(const ref_source_t *src, uint64_t seed, double budg
                              checked_rows_t *c)
 {
     const problem_t *p = src->p;
-    long rows = (long)problem_streams(p) * p->heads, d = p->head_dim;
+    long rows = (long)problem_queries(p) * p->heads, d = p->head_dim;
     memset(c, 0, sizeof *c);
     c->at = malloc((size_t)rows * sizeof *c->at);
     long *drawn = malloc((size_t)rows * sizeof *drawn);
@@ -365,7 +367,7 @@ fail:
 static cudaError_t judge_output(const problem_t *p, const void *out, const checked_rows_t *c,
                                 const char *which, result_row_t *row)
 {
-    long rows = (long)problem_streams(p) * p->heads;
+    long rows = (long)problem_queries(p) * p->heads;
     float *got = malloc((size_t)rows * p->head_dim * sizeof *got);
     if (!got) return cudaErrorMemoryAllocation;
     cudaError_t e = download_as_float(out, (int64_t)rows * p->head_dim, p->dtype, got);
@@ -379,11 +381,11 @@ static cudaError_t judge_output(const problem_t *p, const void *out, const check
             char what[160];
             problem_describe(p, what, sizeof what);
             fprintf(stderr,
-                    "attnbench: %s %s: %s launch wrong: worst row %ld (stream %ld, head %ld) "
+                    "attnbench: %s %s: %s launch wrong: worst row %ld (stream %ld, query token %ld, head %ld) "
                     "rel err %.3e (tolerance %.1e), max abs err %.3e (bound %.1e), %ld of %ld "
                     "elements NaN/Inf, %ld of %ld rows checked\n",
-                    row->kernel, what, which, v.worst_row, v.worst_row / p->heads,
-                    v.worst_row % p->heads, v.worst_rel, tol, v.max_abs, bound, v.nonfinite,
+                    row->kernel, what, which, v.worst_row, v.worst_row / p->heads / p->q_len,
+                    v.worst_row / p->heads % p->q_len, v.worst_row % p->heads, v.worst_rel, tol, v.max_abs, bound, v.nonfinite,
                     rows * p->head_dim, v.checked, rows);
             snprintf(row->status, sizeof row->status, "%s", "mismatch");
         }
@@ -551,7 +553,7 @@ void runner_row(runner_t *r, const problem_t *p, const attn_kernel_t *k, result_
         if (m.kv_elements[part])
             CK(fill_kv(b.kv[part], m.kv_elements[part], problem_kv_dtype(p), &m.geom, part, seed,
                        b.owner, b.first_pos, s));
-    CK(fill_nan(b.out, (int64_t)problem_streams(p) * p->heads * p->head_dim, p->dtype, s));
+    CK(fill_nan(b.out, (int64_t)problem_queries(p) * p->heads * p->head_dim, p->dtype, s));
     if (m.workspace) CK(cudaMemsetAsync(b.workspace, 0, m.workspace, s));
     CK(cudaStreamSynchronize(s));
     nvtx_pop();
@@ -590,7 +592,7 @@ void runner_row(runner_t *r, const problem_t *p, const attn_kernel_t *k, result_
     CK(launch_step(&step, s));
     CK(cudaStreamSynchronize(s));
     checked_rows_t checked = {0};
-    int64_t out_elements = (int64_t)problem_streams(p) * p->heads * p->head_dim;
+    int64_t out_elements = (int64_t)problem_queries(p) * p->heads * p->head_dim;
     last_launch_t last = {b.out, NULL, m.out, out_elements, p->dtype, &step};
     timer_last_t last_hooks = {poison_output, keep_output, &last};
     if (e == cudaSuccess && r->verify) {

@@ -18,7 +18,7 @@ static void take(long r, unsigned char *picked, long *at, long *n)
 
 long verify_pick_rows(const problem_t *p, long want, uint64_t seed, long *at)
 {
-    long heads = p->heads, rows = (long)problem_streams(p) * heads;
+    long heads = p->heads, rows = (long)problem_queries(p) * heads;
     if (want >= rows) {
         for (long i = 0; i < rows; ++i) at[i] = i;
         return rows;
@@ -28,14 +28,16 @@ long verify_pick_rows(const problem_t *p, long want, uint64_t seed, long *at)
     long n = 0;
     /* a ragged batch's longest and shortest requests are strata too (the first of each) */
     long requests[4] = {0, p->batch - 1, 0, 0}, beams[2] = {0, p->beam - 1}, hs[2] = {0, heads - 1};
+    long tokens[2] = {0, p->q_len - 1}; /* the first query token sees the fewest keys, the last all */
     for (int b = 1; b < p->batch && problem_ragged(p); ++b) {
         if (problem_ctx_len(p, b) > problem_ctx_len(p, (int)requests[2])) requests[2] = b;
         if (problem_ctx_len(p, b) < problem_ctx_len(p, (int)requests[3])) requests[3] = b;
     }
     for (int b = 0; b < 4; ++b)
         for (int w = 0; w < 2; ++w)
-            for (int h = 0; h < 2 && n < want; ++h)
-                take((requests[b] * p->beam + beams[w]) * heads + hs[h], picked, at, &n);
+            for (int j = 0; j < 2; ++j)
+                for (int h = 0; h < 2 && n < want; ++h)
+                    take(((requests[b] * p->beam + beams[w]) * p->q_len + tokens[j]) * heads + hs[h], picked, at, &n);
     /* the rest at random; want < rows, so an unpicked row is always left */
     for (uint64_t i = 0; n < want; ++i)
         take((long)(splitmix64(seed + i) % (uint64_t)rows), picked, at, &n);

@@ -69,6 +69,7 @@
 #include <cuda_fp8.h>
 #include "registry.h"
 #include "../problem/kv_layout.h"
+#include "../problem/query_rows.h"
 #include "../problem/split_plan.h"
 
 #define ATTN_KEY_TILE 64      /* keys per pipeline stage; split chunks are multiples of it */
@@ -114,21 +115,22 @@ enum {
 /* Everything one launch of the core needs; passed by value. */
 typedef struct attn_params {
     kv_geometry_t geom;
-    const void *q;               /* [B*W, h, d] */
-    void *out;                   /* [B*W, h, d], written when nslots == 1 */
+    const void *q;               /* [B*W*q_len, h, d]: row (stream * q_len + j, head) */
+    void *out;                   /* [B*W*q_len, h, d], written when nslots == 1 */
     const void *kv;              /* the buffer the address mode points into */
     const int32_t *table;        /* paged block table */
     const int32_t *indirection;  /* [B, W, L] or NULL */
-    float *ws_acc;               /* [B*W*h, nslots, d] partial unnormalised outputs */
-    float2 *ws_ml;               /* [B*W*h, nslots] partial (m, l) */
+    float *ws_acc;               /* [B*W*q_len*h, nslots, d] partial unnormalised outputs */
+    float2 *ws_ml;               /* [B*W*q_len*h, nslots] partial (m, l) */
     unsigned int *counters;      /* [units, g, row_tiles] splits done, or NULL: merged by the last CTA */
     int64_t vstride;             /* elements from a K row to its V row */
     int heads, group;            /* h, p */
     int units, kv_heads;         /* grid extent: units x g x splits x row_tiles */
     int splits, row_tiles;
     int rows_per_cta;
-    int rows_per_unit;           /* p (per stream) or W*p (per request) */
-    int streams_per_unit;        /* 1 or W */
+    int rows_per_unit;           /* q_len*p (per stream) or W*q_len*p (per request) */
+    int streams_per_unit;        /* query tokens per unit: q_len (per stream) or W*q_len; the
+                                    "stream" of a row (row_target) is its query token's index */
     int addr_stream_mult;        /* the stream whose table/cache a unit reads: unit * this */
     int key_begin, key_end;      /* positions this launch covers */
     int chunk;                   /* keys per split */
@@ -146,6 +148,9 @@ typedef struct attn_params {
                                     which it streams itself beside the context (0: none) */
     int fold;                    /* and whether each CTA folds its rows' partials and writes their
                                     output itself (bif_folds_in_cta) */
+    int q_len;                   /* query tokens per stream */
+    int causal_end;              /* keys - q_len + 1: query token j attends to positions below
+                                    causal_end + j (row_key_end); q_len 1: every key */
     float scale_log2;
     const float *kv_scale;       /* an 8-bit cache's scales (attn_args_t.kv_scale), else NULL */
     int kv_scale_heads;          /* scales per tensor in it: 1 or g */
@@ -432,6 +437,20 @@ __device__ __forceinline__ bool row_target(const attn_params_t &P, const cta_coo
     return true;
 }
 
+/* The end (exclusive) of the key positions CTA row r attends to: its query token j's
+ * causal_end + j (the causal mask among a stream's q_len query tokens). Only tiles that
+ * reach past causal_end pay for it (attn_causal_tile). */
+__device__ __forceinline__ int row_key_end(const attn_params_t &P, const cta_coord &c, int r)
+{
+    const int gr = c.row_tile * P.rows_per_cta + r;
+    return P.causal_end + query_token(c.unit * P.streams_per_unit + gr / P.group, P.q_len);
+}
+/* Whether keys [pos, pos + n) reach the causal mask of some row. */
+__device__ __forceinline__ bool attn_causal_tile(const attn_params_t &P, int pos, int n)
+{
+    return pos + n > P.causal_end;
+}
+
 /* ---------------------------------------------------------------- the merges */
 
 /* combine_and_emit, fold_and_emit, tail_merge and the merge kernels. */
@@ -569,6 +588,26 @@ __device__ __forceinline__ void tc_scores(float (&s)[Tr::MT][Tr::S::NT][4], cons
         }
     }
     if constexpr (Tr::DUAL) tc_fold_dual<Tr>(s, s2);
+}
+
+/* The causal mask among a stream's query tokens on S of the tile whose first key is at
+ * position tile_pos: a key at or past its row's row_key_end gets -inf. */
+template <typename Tr>
+__device__ __forceinline__ void tc_causal_mask(const attn_params_t &P, const cta_coord &c,
+                                               float (&s)[Tr::MT][Tr::S::NT][4], int tile_pos, int key_base,
+                                               int row_base, int lane)
+{
+#pragma unroll
+    for (int mt = 0; mt < Tr::MT; ++mt)
+#pragma unroll
+        for (int h = 0; h < 2; ++h) {
+            const int end = row_key_end(P, c, row_base + 16 * mt + (lane >> 2) + 8 * h);
+#pragma unroll
+            for (int n = 0; n < Tr::S::NT; ++n)
+#pragma unroll
+                for (int e = 0; e < 2; ++e)
+                    if (tile_pos + key_base + 8 * n + 2 * (lane & 3) + e >= end) s[mt][n][2 * h + e] = -INFINITY;
+        }
 }
 
 /* Online softmax of S (the tile's first nvalid keys valid) into P, in place, and O
@@ -1001,6 +1040,8 @@ __global__ void __launch_bounds__(ATTN_THREADS, (Tr::S::MINB)) attn_tc_kernel(co
             float s[MT][S::NT][4];
             if constexpr (Tr::KV8) tc_scores8<Tr>(s, qa, q_base, kbuf, key_base, row_base, lane);
             else tc_scores<Tr>(s, qa, q_base, kbuf, key_base, row_base, lane);
+            const int tile_pos = c.k_lo + t * S::KT;
+            if (attn_causal_tile(P, tile_pos, nvalid)) tc_causal_mask<Tr>(P, c, s, tile_pos, key_base, row_base, lane);
             if constexpr (Tr::KV8) tc_softmax<Tr>(P.scale_log2 * sc.k, s, o, m, l, nvalid, key_base, lane);
             else tc_softmax<Tr>(P.scale_log2, s, o, m, l, nvalid, key_base, lane);
             if constexpr (Tr::KV8) tc_accumulate_pv8<Tr>(o, s, vbuf, key_base, lane);
@@ -1097,9 +1138,12 @@ __global__ void __launch_bounds__(ATTN_THREADS, ATTN_CC_MINB) attn_cc_kernel(con
             }
         }
         float p[R];
+        /* the causal mask among the query tokens, where the warp's keys reach it */
+        const bool causal = attn_causal_tile(P, base, 32);
 #pragma unroll
         for (int r = 0; r < R; ++r) {
-            float v = valid ? s[r] * scale_log2 : -INFINITY;
+            const bool seen = valid && (!causal || pos < row_key_end(P, c, r));
+            float v = seen ? s[r] * scale_log2 : -INFINITY;
             float m_new = fmaxf(m[r], warp_max(v));
             float m_use = m_new == -INFINITY ? 0.f : m_new;
             float alpha = exp2f(m[r] - m_use);
@@ -1162,12 +1206,13 @@ static inline bool attn_tc_path(const problem_t *p)
     return p->dtype != DTYPE_FP32 && (d == 64 || d == 80 || d == 96 || d == 128 || d == 256);
 }
 
-/* m tiles per CTA in the KEYSPLIT body: two (32 rows) when the group needs them and
- * the O accumulators of both still fit in registers (d <= 128 instantiations). */
+/* m tiles per CTA in the KEYSPLIT body: two (32 rows) when a stream's q_len*p rows of a
+ * kv head need them and the O accumulators of both still fit in registers (d <= 128
+ * instantiations). */
 static inline int attn_keysplit_mt(const problem_t *p)
 {
     int d = p->head_dim;
-    return problem_group(p) > 16 && (d == 64 || d == 128) ? 2 : 1;
+    return problem_stream_rows(p) > 16 && (d == 64 || d == 128) ? 2 : 1;
 }
 
 static inline int attn_rows_per_cta(const problem_t *p, bool keysplit)
@@ -1288,15 +1333,16 @@ static inline split_plan_t attn_split(const problem_t *p, const device_info_t *d
 #define ATTN_TAIL_MERGE_MAX 256
 static inline bool attn_tail_merge_fits(const problem_t *p, int nslots)
 {
-    int rows = problem_group(p) < attn_rows_per_cta(p, true) ? problem_group(p) : attn_rows_per_cta(p, true);
+    const int stream_rows = problem_stream_rows(p);
+    int rows = stream_rows < attn_rows_per_cta(p, true) ? stream_rows : attn_rows_per_cta(p, true);
     return (long)rows * nslots <= ATTN_TAIL_MERGE_MAX;
 }
 
-/* Partial-state workspace of nslots partials per (stream, query head). */
+/* Partial-state workspace of nslots partials per (query token, query head). */
 static inline size_t attn_partials_bytes(const problem_t *p, int nslots)
 {
     if (nslots <= 1) return 0;
-    return (size_t)problem_streams(p) * p->heads * nslots * ((size_t)p->head_dim + 2) * sizeof(float);
+    return (size_t)problem_queries(p) * p->heads * nslots * ((size_t)p->head_dim + 2) * sizeof(float);
 }
 
 /* The fields every launch of a problem shares. */
@@ -1315,9 +1361,11 @@ static inline attn_params_t attn_params_base(const attn_args_t *a, int nslots)
     P.kv_heads = p->kv_heads;
     P.nslots = nslots;
     P.ws_acc = static_cast<float *>(a->workspace);
-    P.ws_ml = nslots > 1 ? reinterpret_cast<float2 *>(P.ws_acc + (size_t)problem_streams(p) * p->heads * nslots *
+    P.ws_ml = nslots > 1 ? reinterpret_cast<float2 *>(P.ws_acc + (size_t)problem_queries(p) * p->heads * nslots *
                                                                      p->head_dim)
                          : NULL;
+    P.q_len = p->q_len;
+    P.causal_end = problem_keys_of_token(p, 0);
     P.scale_log2 = (float)(problem_scale(p) * 1.4426950408889634);
     P.kv_scale = p->kv_quant != KV_QUANT_NONE ? a->kv_scale : NULL;
     P.kv_scale_heads = p->kv_scale == KV_SCALE_HEAD ? p->kv_heads : 1;

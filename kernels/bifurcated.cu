@@ -4,8 +4,9 @@
  *
  * One to three launches per step:
  *  1. Context part. Grid: one CTA per (request, kv head, context split, row tile).
- *     The M rows of a CTA are the W*p queries of the request that read this kv head
- *     (W streams x p heads). On Hopper at d = 128 (bif_wgmma_fits) that is the wgmma
+ *     The M rows of a CTA are the W*n*p queries of the request that read this kv head
+ *     (W streams x n query tokens (--q-len) x p heads), unmasked: the context precedes
+ *     every query token. On Hopper at d = 128 (bif_wgmma_fits) that is the wgmma
  *     body (attn_wgmma.cuh, 128 rows per CTA); otherwise 64 rows per row tile
  *     (padded when W*p < 64) in the ROWSPLIT decomposition: each of the 4 warps owns
  *     16 rows and all 64 keys of a tile, so a K_c/V_c tile fetched into shared memory
@@ -26,7 +27,8 @@
  *     from the partly filled last context block on (those blocks are per stream);
  *     indirection reads the source stream's decoded K/V. Beside a persistent
  *     context grid, the register-streaming body (attn_stream.cuh) on the SMs that
- *     grid leaves.
+ *     grid leaves. With --q-len n > 1 always the KEYSPLIT body, on n*p rows per
+ *     (stream, kv head), which applies the causal mask among the n query tokens.
  *  3. The log-sum-exp merge of the context splits and decode splits of each
  *     (stream, head) into out: by the context CTA itself where it streams the decode
  *     part of its rows over an unsplit context (bif_folds_in_cta); by the decode
@@ -88,7 +90,7 @@ static double bif_bytes_per_us(const device_info_t *dev)
 static double bif_ctx_flop_us(const problem_t *p, const device_info_t *dev)
 {
     const double tc = dev->peak_tc_tflops > 0 ? dev->peak_tc_tflops * 1e6 : BIF_DEFAULT_FLOPS_PER_US;
-    return 4.0 * p->batch * p->beam * p->heads * (double)p->ctx * p->head_dim / tc;
+    return 4.0 * p->batch * p->beam * p->q_len * p->heads * (double)p->ctx * p->head_dim / tc;
 }
 static double bif_dec_read_us(const problem_t *p, const device_info_t *dev)
 {
@@ -206,12 +208,12 @@ static int bif_ctx_rows_per_cta(const problem_t *p, bool wgmma)
 static int bif_ctx_row_tiles(const problem_t *p, bool wgmma)
 {
     int rows = bif_ctx_rows_per_cta(p, wgmma);
-    return (p->beam * problem_group(p) + rows - 1) / rows;
+    return (p->beam * problem_stream_rows(p) + rows - 1) / rows;
 }
 static int bif_dec_row_tiles(const problem_t *p)
 {
     int rows = attn_rows_per_cta(p, true);
-    return (problem_group(p) + rows - 1) / rows;
+    return (problem_stream_rows(p) + rows - 1) / rows;
 }
 
 /* The wide body streams the decode part itself, in a warpgroup of its own beside the
@@ -219,11 +221,12 @@ static int bif_dec_row_tiles(const problem_t *p)
  * DRAM traffic runs under the context part's tensor-core work; beside the wide CTA,
  * which holds the whole SM, a decode CTA found room only as context CTAs finished.
  * It takes a stream's queries as one 8-row group of its tile (p of 1, 2, 4 or 8) and
- * reads each tile of keys whole (no indirection, which moves single keys). */
+ * reads each tile of keys whole (no indirection, which moves single keys). One query token
+ * per stream: its decode tiles have no causal mask (--q-len > 1 runs the KEYSPLIT body). */
 static bool bif_dec_streamable(const problem_t *p)
 {
     const int group = problem_group(p);
-    return bif_tma(p) && !p->indirection && (group == 1 || group == 2 || group == 4 || group == 8) &&
+    return bif_tma(p) && !p->indirection && p->q_len == 1 && (group == 1 || group == 2 || group == 4 || group == 8) &&
            bif_dec_keys(p) > 0;
 }
 
@@ -302,7 +305,9 @@ static kv_layout_t bif_layout(const problem_t *p)
 #define BIF_SPLIT_US 80.0
 static int bif_ctx_sms(const problem_t *p, const device_info_t *dev, long items, bool wide)
 {
-    if (p->cache != CACHE_CONTIGUOUS || problem_group(p) != 1 || p->head_dim != STREAM_D || dev->sm_count < 2)
+    /* the streaming body takes one row per (stream, kv head): MHA, one query token */
+    if (p->cache != CACHE_CONTIGUOUS || problem_group(p) != 1 || p->q_len != 1 || p->head_dim != STREAM_D ||
+        dev->sm_count < 2)
         return 0;
     const int sms = dev->sm_count;
     const double tc = (dev->peak_tc_tflops > 0 ? dev->peak_tc_tflops * 1e6 : BIF_DEFAULT_FLOPS_PER_US) *
@@ -610,8 +615,8 @@ static cudaError_t bif_launch(attn_args_t *a, cudaStream_t stream)
         const bool wgmma = bif_wgmma(&a->plan);
         cp.rows_per_cta = bif_ctx_rows_per_cta(p, wgmma);
         cp.row_tiles = bif_ctx_row_tiles(p, wgmma);
-        cp.rows_per_unit = p->beam * problem_group(p);
-        cp.streams_per_unit = p->beam;
+        cp.rows_per_unit = p->beam * problem_stream_rows(p);
+        cp.streams_per_unit = p->beam * p->q_len;
         cp.addr_stream_mult = p->beam; /* paged: the request's first stream's table row */
         cp.key_begin = 0;
         cp.key_end = bif_ctx_keys(p);
@@ -646,8 +651,8 @@ static cudaError_t bif_launch(attn_args_t *a, cudaStream_t stream)
     dp.chunk = s.dec.chunk;
     dp.rows_per_cta = attn_rows_per_cta(p, true);
     dp.row_tiles = bif_dec_row_tiles(p);
-    dp.rows_per_unit = problem_group(p);
-    dp.streams_per_unit = 1;
+    dp.rows_per_unit = problem_stream_rows(p);
+    dp.streams_per_unit = p->q_len;
     dp.addr_stream_mult = 1;
     dp.key_begin = bif_ctx_keys(p);
     dp.key_end = problem_keys(p);
@@ -680,7 +685,7 @@ extern "C" const attn_kernel_t kernel_bifurcated = {
     "by the 128-key wgmma part between its context tiles where p <= 8, else beside it on a second "
     "stream or on the SMs a persistent context grid leaves), log-sum-exp merge",
     "contiguous (split context/decoded buffers), paged (shared context blocks); fp16, bf16 (tensor cores at "
-    "d 64/80/96/128/256), fp32; d multiple of 8 up to 256; any h/g, W; indirection; --multi-block, --splits; "
+    "d 64/80/96/128/256), fp32; d multiple of 8 up to 256; any h/g, W; --q-len 1-16; indirection; --multi-block, --splits; "
     "--kv-dtype fp8|int8 with --kv-scale tensor|head (both parts on mma.sync at d 64/128/256, Hopper too; "
     "CUDA cores elsewhere); --step append; ragged --ctx-dist (on the mma.sync body)",
     attn_core_unsupported,

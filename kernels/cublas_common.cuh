@@ -153,6 +153,8 @@ HD size_t cublas_pipeline_private_bytes(const cublas_pipeline_t *pl)
 /* What neither cuBLAS kernel does, whatever its layout; NULL when p is fine. */
 static inline const char *cublas_limits(const problem_t *p)
 {
+    if (p->q_len > 1)
+        return "the cuBLAS kernels run one query token per stream; --q-len > 1 (its causal mask) runs on fused, bifurcated and auto";
     if (p->kv_quant != KV_QUANT_NONE)
         return "the cuBLAS kernels' GEMMs read K/V in --dtype, not an 8-bit cache (--kv-dtype fp8|int8 runs on fused)";
     if (p->indirection)

@@ -2,10 +2,12 @@
  * (SPEC §4), on the shared core of attn_core.cuh.
  *
  * Grid: one CTA per (stream, kv head, key split, row group). The M rows of a CTA are
- * the p = h/g query heads of the kv head (GQA/MQA), padded to 16 (or 32 when p > 16
- * and d is 64 or 128), so each K/V element is read from memory once per stream and
- * serves all p heads; a group of more than 32 heads takes several row-group CTAs,
- * launched side by side so the repeat reads hit L2.
+ * the p = h/g query heads of the kv head (GQA/MQA) of each of the stream's q_len query
+ * tokens (--q-len), q_len*p rows padded to 16 (or 32 when above 16 and d is 64 or 128),
+ * so each K/V element is read from memory once per stream and serves all of them; more
+ * than 32 rows take several row-group CTAs, launched side by side so the repeat reads
+ * hit L2. The causal mask among the query tokens costs only the tiles that hold the
+ * last q_len keys (tc_causal_mask).
  * CTA: 4 warps in the KEYSPLIT decomposition (each warp 16 of the 64 keys of a
  * tile, its own softmax state), a 3-4 stage cp.async ring of 64-key K and V tiles
  * (96 KiB for d = 128: two CTAs per SM, two tiles in flight per CTA while the third
@@ -176,7 +178,7 @@ static cudaError_t merge_t(const problem_t *p, const attn_params_t *P, bool wide
 
 cudaError_t attn_launch_merge(const problem_t *p, const attn_params_t *P, cudaStream_t stream, bool pdl)
 {
-    const int64_t rows = (int64_t)problem_streams(p) * p->heads;
+    const int64_t rows = (int64_t)problem_queries(p) * p->heads;
     const bool wide = P->nslots > MERGE_FEW_MAX;
     const int64_t ctas = wide ? rows : (rows + MERGE_WARPS - 1) / MERGE_WARPS;
     if (ctas > INT_MAX || p->head_dim > MERGE_MAX_D) return cudaErrorInvalidConfiguration;
@@ -194,7 +196,7 @@ extern "C" const attn_kernel_t kernel_fused;
 static int fused_row_tiles(const problem_t *p)
 {
     int rows = attn_rows_per_cta(p, true);
-    return (problem_group(p) + rows - 1) / rows;
+    return (problem_stream_rows(p) + rows - 1) / rows;
 }
 
 static split_plan_t fused_split(const attn_plan_t *plan, const problem_t *p)
@@ -395,8 +397,8 @@ static cudaError_t fused_launch(attn_args_t *a, cudaStream_t stream)
     P.chunk = split.chunk;
     P.rows_per_cta = attn_rows_per_cta(p, true);
     P.row_tiles = fused_row_tiles(p);
-    P.rows_per_unit = problem_group(p);
-    P.streams_per_unit = 1;
+    P.rows_per_unit = problem_stream_rows(p);
+    P.streams_per_unit = p->q_len;
     P.addr_stream_mult = 1;
     P.key_begin = 0;
     P.key_end = problem_keys(p);
@@ -430,7 +432,7 @@ extern "C" const attn_kernel_t kernel_fused = {
     "fused",
     "one fused decode-attention kernel per step: GQA-aware tiles on tensor cores, cp.async pipeline, split-KV",
     "contiguous, paged; fp16, bf16 (tensor cores at d 64/80/96/128/256), fp32; d multiple of 8 up to 256; "
-    "any h/g; indirection; --multi-block off|on|auto, --splits N; ragged --ctx-dist (chunks by tokens); "
+    "any h/g; --q-len 1-16; indirection; --multi-block off|on|auto, --splits N; ragged --ctx-dist (chunks by tokens); "
     "--kv-dtype fp8|int8 with --kv-scale tensor|head (tensor cores at d 64/128/256); --step append",
     attn_core_unsupported,
     fused_layout,

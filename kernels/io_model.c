@@ -36,7 +36,7 @@ double io_kv_bytes_stored(const problem_t *p)
 
 double io_qo_bytes(const problem_t *p)
 {
-    return 2.0 * problem_streams(p) * p->heads * p->head_dim * (double)dtype_size(p->dtype);
+    return 2.0 * problem_queries(p) * p->heads * p->head_dim * (double)dtype_size(p->dtype);
 }
 
 double io_table_bytes(const problem_t *p)
@@ -57,7 +57,9 @@ double io_scale_bytes(const problem_t *p)
 
 double io_flops(const problem_t *p)
 {
-    return 4.0 * stream_keys_total(p) * p->heads * p->head_dim;
+    /* query token j of n attends to L - n + 1 + j of its stream's L keys: n L - n (n - 1) / 2 */
+    const double n = p->q_len, keys = n * stream_keys_total(p) - problem_streams(p) * n * (n - 1) / 2;
+    return 4.0 * p->heads * keys * p->head_dim;
 }
 
 double io_append_bytes(const problem_t *p)

@@ -51,8 +51,8 @@ typedef struct attn_args {
     problem_t problem;
     kv_geometry_t geom;
     attn_plan_t plan;
-    const void *q;                 /* [B*W, h, d] */
-    void *out;                     /* [B*W, h, d] */
+    const void *q;                 /* [B*W, q_len, h, d] */
+    void *out;                     /* [B*W, q_len, h, d] */
     const void *kv;                /* contiguous [B*W, 2, g, L, d] or paged pool [blocks, 2, g, S, d] */
     const void *kv_ctx;            /* bifurcated context [B, 2, g, m_c, d] */
     const void *kv_dec;            /* bifurcated decoded [B*W, 2, g, m_d, d] */
@@ -126,7 +126,7 @@ double io_kv_bytes_unique(const problem_t *p);       /* context once per request
  * reads every stream's keys through the block table moves at least this from
  * DRAM (the W reads of a shared block beyond the first can come from L2). */
 double io_kv_bytes_stored(const problem_t *p);
-double io_qo_bytes(const problem_t *p);               /* q read, out written */
+double io_qo_bytes(const problem_t *p);               /* q read, out written: q_len rows per stream */
 /* Block-table entries (paged: each stream's blocks of L), cache-indirection entries
  * (each stream's decoded positions) and an 8-bit cache's scales (io_scale_bytes), read
  * once. */
@@ -136,7 +136,8 @@ double io_scale_bytes(const problem_t *p);           /* 2 floats, or 2 per kv he
  * written at the cache's width (the rotated q it hands to attention stays in L2); 0 for
  * --step attend. */
 double io_append_bytes(const problem_t *p);
-double io_flops(const problem_t *p);                  /* 4 * B*W * h * L * d */
+double io_flops(const problem_t *p);                  /* 4 * B*W * h * L * d; with q_len n, the
+                                                         keys each query token attends to summed */
 
 #ifdef __cplusplus
 }

@@ -37,10 +37,12 @@ HD float logical_value(uint64_t seed, int tensor, uint64_t index, float amplitud
     return (float)k * (amplitude / 128.0f);
 }
 
-/* Logical shapes: q [B*W, h, d]; context K/V [B, g, m_c, d]; decoded K/V [B*W, g, m_d, d]. */
-HD float logical_q(uint64_t seed, int heads, int d, int stream, int head, int x)
+/* Logical shapes: q [B*W, n, h, d] (n = q_len) as [B*W*n, h, d], indexed by the query
+ * token query = stream * n + j; context K/V [B, g, m_c, d]; decoded K/V [B*W, g, m_d, d].
+ * With n = 1 the query index is the stream. */
+HD float logical_q(uint64_t seed, int heads, int d, int query, int head, int x)
 {
-    return logical_value(seed, TENSOR_Q, ((uint64_t)stream * heads + head) * d + x, Q_AMPLITUDE);
+    return logical_value(seed, TENSOR_Q, ((uint64_t)query * heads + head) * d + x, Q_AMPLITUDE);
 }
 
 /* K (which = 0) or V (which = 1) of request `request`, kv head `head`, context position pos. */

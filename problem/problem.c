@@ -10,7 +10,7 @@ problem_t problem_default(void)
 {
     problem_t p = {
         .batch = 1, .beam = 1, .heads = 32, .kv_heads = 32, .head_dim = 128,
-        .ctx = 8192, .gen = 128, .dtype = DTYPE_FP16, .kv_quant = KV_QUANT_NONE,
+        .ctx = 8192, .gen = 128, .q_len = 1, .dtype = DTYPE_FP16, .kv_quant = KV_QUANT_NONE,
         .kv_scale = KV_SCALE_TENSOR, .cache = CACHE_CONTIGUOUS,
         .block_size = 64, .indirection = false, .multi_block = MULTI_BLOCK_AUTO, .splits = 0,
         .q_scaling = 1.0, .layers = 1, .tp = 1, .model = NULL, .ctx_dist = NULL,
@@ -166,6 +166,14 @@ int problem_validate(const problem_t *p, char *msg, size_t msg_len)
     for (size_t i = 0; i < sizeof positive / sizeof positive[0]; ++i)
         if (positive[i].v <= 0)
             FAIL("%s must be a positive integer (got %d)", positive[i].opt, positive[i].v);
+    if (p->q_len < 1 || p->q_len > Q_LEN_LIMIT)
+        FAIL("--q-len must be from 1 to %d (got %d)", Q_LEN_LIMIT, p->q_len);
+    if (p->q_len > 1 && p->step == STEP_APPEND)
+        FAIL("--q-len %d with --step append: the append step writes one token per stream (use --step attend)",
+             p->q_len);
+    if (p->gen < p->q_len)
+        FAIL("--q-len %d needs --gen >= %d: the query tokens are the last decoded ones (got --gen %d)",
+             p->q_len, p->q_len, p->gen);
     if (p->heads % p->kv_heads != 0)
         FAIL("--kv-heads %d must divide --heads %d", p->kv_heads, p->heads);
     if (p->head_dim % 8 != 0 || p->head_dim > 256)
@@ -199,6 +207,9 @@ int problem_validate(const problem_t *p, char *msg, size_t msg_len)
         FAIL("--ctx %d is not the longest of --ctx-dist %s (%d)", p->ctx, p->ctx_dist->spec, problem_ctx_max(p));
     if (p->step == STEP_APPEND && problem_ragged(p))
         FAIL("--step append takes one context length for every request, not --ctx-dist %s", p->ctx_dist->spec);
+    if (p->q_len > 1 && problem_ragged(p))
+        FAIL("--q-len %d takes one context length for every request, not --ctx-dist %s", p->q_len,
+             p->ctx_dist->spec);
     if ((int64_t)p->ctx + p->gen >= PROBLEM_KEYS_LIMIT)
         FAIL("--ctx %d + --gen %d must stay below 2^30 keys", p->ctx, p->gen);
     if ((int64_t)p->batch * p->beam > INT_MAX)
@@ -206,6 +217,9 @@ int problem_validate(const problem_t *p, char *msg, size_t msg_len)
     if ((int64_t)p->batch * p->beam * p->heads > INT_MAX)
         FAIL("--batch x --beam x --heads (%d x %d x %d query rows) must be at most %d", p->batch,
              p->beam, p->heads, INT_MAX);
+    if ((int64_t)p->batch * p->beam * p->q_len * p->heads > INT_MAX)
+        FAIL("--batch x --beam x --q-len x --heads (%d x %d x %d x %d query rows) must be at most %d",
+             p->batch, p->beam, p->q_len, p->heads, INT_MAX);
     return 0;
 }
 
@@ -219,6 +233,8 @@ void problem_describe(const problem_t *p, char *buf, size_t len)
                      cache_name(p->cache));
     if (n < 0 || (size_t)n >= len) return;
     if (p->cache == CACHE_PAGED) n += snprintf(buf + n, len - n, " S%d", p->block_size);
+    if (n < 0 || (size_t)n >= len) return;
+    if (p->q_len > 1) n += snprintf(buf + n, len - n, " q%d", p->q_len);
     if (n < 0 || (size_t)n >= len) return;
     if (p->indirection) n += snprintf(buf + n, len - n, " indirection");
     if (n < 0 || (size_t)n >= len) return;

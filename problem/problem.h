@@ -6,6 +6,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <math.h>
+#include "query_rows.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -35,6 +36,8 @@ typedef enum { ROPE_NEOX, ROPE_GPTJ } rope_t;
 /* The most splits --splits accepts. */
 #define SPLIT_LIMIT 1024
 
+/* The most query tokens per stream --q-len accepts (speculative decoding). */
+#define Q_LEN_LIMIT 16
 struct ctx_dist;
 
 typedef struct problem {
@@ -45,6 +48,8 @@ typedef struct problem {
     int head_dim;         /* d */
     int ctx;              /* m_c: context length; with ragged lengths the longest */
     int gen;              /* m_d: decoded tokens per stream, current one included */
+    int q_len;            /* n: query tokens per stream (--q-len), its last n decoded tokens;
+                             token j (0-based) at position L-n+j attends to keys [0, L-n+j] */
     dtype_t dtype;        /* queries and output */
     kv_quant_t kv_quant;  /* the KV cache's storage: NONE = in dtype (--kv-dtype) */
     kv_scale_t kv_scale;  /* an 8-bit cache's scale granularity (--kv-scale) */
@@ -71,7 +76,15 @@ problem_t problem_default(void);
 
 static inline int problem_streams(const problem_t *p) { return p->batch * p->beam; }
 static inline int problem_group(const problem_t *p) { return p->heads / p->kv_heads; }
+/* Query tokens of the step: streams x q_len. Q and O are [streams, q_len, h, d], so query
+ * token j of stream s is row s * q_len + j of [queries, h, d] (a "query index"). */
+static inline int problem_queries(const problem_t *p) { return problem_streams(p) * p->q_len; }
+/* Query rows that read one kv head of one stream: q_len x p. */
+static inline int problem_stream_rows(const problem_t *p) { return p->q_len * problem_group(p); }
 static inline int problem_keys(const problem_t *p) { return p->ctx + p->gen; }
+/* Keys query token j of a stream attends to: L - q_len + 1 + j (causal among the q_len;
+ * query_rows.h's query_key_end, for query rows). */
+static inline int problem_keys_of_token(const problem_t *p, int j) { return query_key_end(problem_keys(p), p->q_len, j); }
 static inline double problem_scale(const problem_t *p)
 {
     return 1.0 / (p->q_scaling * sqrt((double)p->head_dim));

@@ -129,15 +129,15 @@ static void load_dec_row(const ref_source_t *s, source_mode_t mode, int stream, 
     }
 }
 
-static void load_query(const ref_source_t *s, int stream, int head, double *q)
+static void load_query(const ref_source_t *s, int query, int head, double *q)
 {
     const problem_t *p = s->p;
-    if (p->step == STEP_APPEND) {
-        reference_append_q(s, stream, head, q);
+    if (p->step == STEP_APPEND) { /* one query token per stream (problem_validate) */
+        reference_append_q(s, query_stream(query, p->q_len), head, q);
         return;
     }
     for (int x = 0; x < p->head_dim; ++x)
-        q[x] = logical_q(s->seed, p->heads, p->head_dim, stream, head, x);
+        q[x] = logical_q(s->seed, p->heads, p->head_dim, query, head, x);
 }
 
 static double dot(const double *a, const double *b, int d)
@@ -147,12 +147,15 @@ static double dot(const double *a, const double *b, int d)
     return sum;
 }
 
-void reference_row(const ref_source_t *src, int stream, int head, double *out)
+void reference_row(const ref_source_t *src, int query, int head, double *out)
 {
     const problem_t *p = src->p;
+    const int stream = query_stream(query, p->q_len);
     const int d = p->head_dim, kv_head = head / problem_group(p);
     const source_mode_t mode = source_mode(src);
-    const int L = kv_keys_of(&src->geom, stream); /* the stream's own keys in a ragged batch */
+    /* of the stream's own keys (a ragged batch's request has its own), query token j of n
+     * sees the first L - n + 1 + j */
+    const int L = query_key_end(kv_keys_of(&src->geom, stream), p->q_len, query);
     double *logit = d <= REF_MAX_HEAD_DIM && mode != SOURCE_INCOMPLETE
                         ? malloc((size_t)L * sizeof *logit) : NULL;
     if (!logit) {
@@ -161,7 +164,7 @@ void reference_row(const ref_source_t *src, int stream, int head, double *out)
     }
     double q[REF_MAX_HEAD_DIM], row[REF_MAX_HEAD_DIM], acc[REF_MAX_HEAD_DIM] = {0};
     const double scale = problem_scale(p);
-    load_query(src, stream, head, q);
+    load_query(src, query, head, q);
 
     double max_logit = -INFINITY;
     for (int pos = 0; pos < L; ++pos) {
@@ -183,10 +186,12 @@ void reference_row(const ref_source_t *src, int stream, int head, double *out)
     free(logit);
 }
 
-void reference_row_bifurcated(const ref_source_t *src, int stream, int head, double *out)
+void reference_row_bifurcated(const ref_source_t *src, int query, int head, double *out)
 {
     const problem_t *p = src->p;
-    const int d = p->head_dim, m_d = p->gen, kv_head = head / problem_group(p);
+    /* the context precedes every query token; the causal mask cuts decoded keys only */
+    const int stream = query_stream(query, p->q_len), m_d = query_key_end(p->gen, p->q_len, query);
+    const int d = p->head_dim, kv_head = head / problem_group(p);
     const source_mode_t mode = source_mode(src);
     const int m_c = mode == SOURCE_INCOMPLETE ? 0 : kv_ctx_of(&src->geom, stream / p->beam);
     double *logit_c = NULL, *logit_d = NULL;
@@ -203,7 +208,7 @@ void reference_row_bifurcated(const ref_source_t *src, int stream, int head, dou
     double q[REF_MAX_HEAD_DIM], row[REF_MAX_HEAD_DIM];
     double out_c[REF_MAX_HEAD_DIM] = {0}, out_d[REF_MAX_HEAD_DIM] = {0};
     const double scale = problem_scale(p);
-    load_query(src, stream, head, q);
+    load_query(src, query, head, q);
 
     /* <q, K_c> and <q, K_d> separately (Eq. 3) ... */
     for (int pos = 0; pos < m_c; ++pos) {

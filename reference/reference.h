@@ -37,7 +37,9 @@ typedef struct ref_source {
  * stride of the longest). */
 void reference_ctx_fill(const ref_source_t *src, int request, int kv_head, float *buf);
 
-/* Standard attention of one (stream, query head): double accumulation, softmax with
+/* Standard attention of one (query token, query head): query = stream * q_len + j (with
+ * q_len 1, the stream), attending to the first problem_keys_of_token(p, j) keys of its
+ * stream (causal among the stream's q_len query tokens). Double accumulation, softmax with
  * max subtraction, scale = problem_scale(p), kv head = head / (h/g). With no buffers
  * set, K/V come straight from the logical definition (kv_fill.h kv_stored) read through
  * kv_source_stream (indirection); with buffers, through kv_row_offset. An 8-bit cache's
@@ -47,7 +49,7 @@ void reference_ctx_fill(const ref_source_t *src, int request, int kv_head, float
  * holds reference_append_kv's rows, in both modes (buffers: the cache before the step).
  * A source that sets only some of the buffers its layout needs (or d above
  * REF_MAX_HEAD_DIM, or no memory for the logits) gives NaN in every element. */
-void reference_row(const ref_source_t *src, int stream, int head, double *out);
+void reference_row(const ref_source_t *src, int query, int head, double *out);
 
 /* --step append (problem/append.h): the query the step hands to attention, the packed
  * QKV's q rotated in double and rounded to the dtype: d doubles. */

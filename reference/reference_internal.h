@@ -14,8 +14,9 @@ extern "C" {
  * context part and the decoded part computed separately, one softmax over their
  * concatenation, the two weighted sums of V added. Same inputs, same result.
  * Reads the bifurcated buffers when the geometry is LAYOUT_BIFURCATED and both are
- * set, other layouts' buffers through kv_row_offset, else the logical definition. */
-void reference_row_bifurcated(const ref_source_t *src, int stream, int head, double *out);
+ * set, other layouts' buffers through kv_row_offset, else the logical definition.
+ * query: as reference_row's (stream * q_len + j). */
+void reference_row_bifurcated(const ref_source_t *src, int query, int head, double *out);
 
 #ifdef __cplusplus
 }

@@ -38,7 +38,7 @@ static const col_desc_t cols[] = {
     S(ran), S(model), I(layers), S(args), D(sm_mhz, "%.0f"),
     D(peak_gbps, "%.0f"), D(peak_tflops, "%.0f"), D(pct_spec_bw, "%.2f"),
     D(workspace_bytes, "%.0f"), S(flags), I(device), S(kv_dtype),
-    I(tp), S(tp_us), S(step), S(ctx_dist), D(ctx_total, "%.0f"), I(ctx_max),
+    I(tp), S(tp_us), S(step), S(ctx_dist), D(ctx_total, "%.0f"), I(ctx_max), I(q_len),
 };
 #undef S
 #undef I
@@ -83,6 +83,7 @@ void result_row_init(result_row_t *r)
     memset(r, 0, sizeof *r);
     r->layers = 1;
     r->tp = 1;
+    r->q_len = 1;
     for (int c = 0; c < NCOLS; c++)
         if (cols[c].type == COL_DBL)
             *(double *)((char *)r + cols[c].offset) = NAN;
@@ -293,12 +294,15 @@ void csv_row_key(const result_row_t *r, char *buf, size_t len)
     /* a ragged batch (--ctx-dist): another row than every request at ctx */
     char dist[sizeof r->ctx_dist + 8] = "";
     if (r->ctx_dist[0] && strcmp(r->ctx_dist, "fixed") != 0) snprintf(dist, sizeof dist, "|dist=%s", r->ctx_dist);
-    snprintf(buf, len, "%s|%s|%d|%d|%d|%d|%d|%d|%d|%s|%s|%d|%d|%s|%s|%s|%d|q%s|%s|%s%s%s%s%s",
+    /* --q-len n: n query tokens per stream, another row than one token's */
+    char ql[24] = "";
+    if (r->q_len > 1) snprintf(ql, sizeof ql, "|q_len=%d", r->q_len);
+    snprintf(buf, len, "%s|%s|%d|%d|%d|%d|%d|%d|%d|%s|%s|%d|%d|%s|%s|%s|%d|q%s|%s|%s%s%s%s%s%s",
              r->gpu, r->kernel, r->batch, r->beam, r->heads, r->kv_heads, r->head_dim,
              r->ctx, r->gen, r->dtype, r->cache, r->block_size, r->indirection,
              r->multi_block, splits, r->model, r->layers, qs,
              args_has(r, "--hot", NULL, 0) ? "hot" : "flushed",
-             args_has(r, "--graph", NULL, 0) ? "graph" : "launches", kv, tp, append, dist);
+             args_has(r, "--graph", NULL, 0) ? "graph" : "launches", kv, tp, append, dist, ql);
 }
 
 /* Gives t the column `col`, each row's value(row), where it has none. */
@@ -360,6 +364,19 @@ int csv_add_ctx_dist(csv_table_t *t, char *msg, size_t len)
     if (add_column(t, "ctx_dist", fixed_ctx_dist, msg, len) != 0) return -1;
     if (add_column(t, "ctx_total", fixed_ctx_total, msg, len) != 0) return -1;
     return add_column(t, "ctx_max", fixed_ctx_max, msg, len);
+}
+
+/* A row of a file written before the q_len column: the --q-len of its args, else 1. */
+static void row_q_len(const result_row_t *r, char *buf, size_t len)
+{
+    char v[16];
+    if (args_has(r, "--q-len", v, sizeof v) && v[0]) snprintf(buf, len, "%s", v);
+    else snprintf(buf, len, "%d", r->q_len > 0 ? r->q_len : 1);
+}
+
+int csv_add_q_len(csv_table_t *t, char *msg, size_t len)
+{
+    return add_column(t, "q_len", row_q_len, msg, len);
 }
 
 /* ---- reading ---- */
@@ -608,7 +625,8 @@ static int check_row(const csv_table_t *t, int row, char *what, size_t len)
                  tp == 1 ? 0 : tp, tp);
         return -1;
     }
-    /* step: empty (a row of an earlier version: its args tell) or a known step */
+    /* step: empty (a row of an earlier version: its args tell) or a known step, so that a
+     * row torn inside it reads as torn */
     static const char *const steps[] = { "", "attend", "append" };
     const char *stp = csv_cell(t, row, "step");
     if (stp != NULL && !in_set(stp, steps, 3)) {
@@ -627,6 +645,20 @@ static int check_row(const csv_table_t *t, int row, char *what, size_t len)
         double total, longest = strtod(csv_cell(t, row, "ctx"), NULL), batch = strtod(csv_cell(t, row, "batch"), NULL);
         if (csv_parse_double(ctot, &total) != 0 || !(total >= longest && total <= batch * longest)) {
             snprintf(what, len, "column ctx_total: '%.40s' is not between ctx and batch x ctx", ctot);
+            return -1;
+        }
+    }
+    /* q_len: a query-token count from 1 to 16, the one the row's args name (--q-len; none:
+     * 1), so that a row torn inside it (16 cut to 1, or to nothing) reads as torn */
+    const char *ql = csv_cell(t, row, "q_len");
+    if (ql != NULL) {
+        char *end;
+        long n = strtol(ql, &end, 10);
+        const char *args = csv_cell(t, row, "args");
+        const char *opt = args ? strstr(args, "--q-len ") : NULL;
+        long want = opt ? strtol(opt + 8, NULL, 10) : 1;
+        if (!*ql || *end || n < 1 || n > 16 || (args && *args && n != want)) {
+            snprintf(what, len, "column q_len: '%.40s' is not a query-token count from 1 to 16 matching its args", ql);
             return -1;
         }
     }

@@ -41,16 +41,18 @@ typedef struct result_row {
     char ctx_dist[160]; /* --ctx-dist: fixed, uniform:LO:HI[:SEED] or file:PATH */
     double ctx_total;  /* the context lengths of the batch summed (batch * ctx when fixed) */
     int ctx_max;       /* the longest (ctx) */
+    int q_len;         /* --q-len: query tokens per stream (speculative decoding); 1 in a
+                          file written before the column */
 } result_row_t;
 
 /* Every SPEC §6 column must be present in a file that is read; the appended ones
  * (ran, model, layers, args, sm_mhz, peak_gbps, peak_tflops, pct_spec_bw,
- * workspace_bytes, flags, device, kv_dtype, tp, tp_us, step, ctx_dist, ctx_total, ctx_max)
- * may be absent. */
+ * workspace_bytes, flags, device, kv_dtype, tp, tp_us, step, ctx_dist, ctx_total, ctx_max,
+ * q_len) may be absent. */
 #define CSV_SPEC_COLUMNS 34
 extern const int csv_column_count;
 
-/* Empty strings, zero integers, layers 1, every measured number NaN. */
+/* Empty strings, zero integers, layers, tp and q_len 1, every measured number NaN. */
 void result_row_init(result_row_t *r);
 
 /* One field, quoted (RFC 4180) only when it holds a comma, a quote or a line break. */
@@ -106,7 +108,8 @@ int csv_append(csv_table_t *dst, const csv_table_t *src, char *msg, size_t len);
  * empty or holds "--splits"; otherwise it is the planner's choice, a result rather
  * than configuration. An 8-bit cache adds its storage and its --kv-scale (absent:
  * tensor); a cache in the dtype adds nothing, so keys of earlier rows stay theirs.
- * --step append adds its RoPE settings (csv_row_step); attend, the default, nothing. */
+ * --step append adds its RoPE settings (csv_row_step); attend, the default, nothing;
+ * q_len above 1 adds its count, and 1 nothing. */
 void csv_row_key(const result_row_t *r, char *buf, size_t len);
 /* The row's KV storage: its kv_dtype, else (a row of a file written before that column)
  * the --kv-dtype of its args, else its dtype. */
@@ -123,6 +126,8 @@ int csv_add_step(csv_table_t *t, char *msg, size_t len);
 /* Gives a table read from a file written before --ctx-dist its ctx_dist (fixed),
  * ctx_total (batch x ctx) and ctx_max (ctx) columns; 0, or -1 with msg. */
 int csv_add_ctx_dist(csv_table_t *t, char *msg, size_t len);
+/* The same for the q_len column: each row's --q-len (from its args), else 1. */
+int csv_add_q_len(csv_table_t *t, char *msg, size_t len);
 /* How many of the columns, in order, the header of a results CSV (read from path) holds:
  * a file of an earlier version holds the first of them. Returns that count, or -1 with
  * one line in msg when its header is not such a prefix. */

@@ -294,6 +294,32 @@ static void test_wide_body_streams_the_decode_part(void **state)
     assert_false(streams(shape(512, 8, 8192), &dev));
 }
 
+static problem_t q_len(problem_t p, int n)
+{
+    p.q_len = n;
+    return p;
+}
+
+/* --q-len n > 1: the decode part needs the causal mask, which only the KEYSPLIT body
+ * applies: never the decode tiles streamed by the context CTAs, nor the SM split's
+ * one-row streaming body. The model weighs the n query tokens' work: bifurcated's
+ * context FLOPs grow n-fold, fused's K/V reads do not. */
+static void test_q_len_takes_the_masked_decode_part(void **state)
+{
+    (void)state;
+    device_info_t dev = test_h100();
+    assert_true(streams(shape(512, 8, 8192), &dev));
+    assert_false(streams(q_len(shape(512, 8, 8192), 2), &dev));
+    assert_true(ctx_sms(indirect(shape(1024, 32, 8192)), &dev) > 0);
+    assert_int_equal(ctx_sms(q_len(indirect(shape(1024, 32, 8192)), 4), &dev), 0);
+    problem_t one = shape(16, 8, 8192), four = q_len(one, 4);
+    attn_plan_t f1, b1, f4, b4;
+    plan_both(&one, &dev, &f1, &b1);
+    plan_both(&four, &dev, &f4, &b4);
+    assert_true(auto_predict_bifurcated_us(&four, &b4, &dev) > auto_predict_bifurcated_us(&one, &b1, &dev));
+    assert_true(auto_predict_fused_us(&four, &f4, &dev) >= auto_predict_fused_us(&one, &f1, &dev));
+}
+
 static int copies(problem_t p, const device_info_t *dev) { return plan_says(bifurcated_copies_decode, p, dev); }
 
 /* The copier takes a paged cache's decode tiles where a CTA's are at least its context
@@ -607,6 +633,7 @@ int main(void)
         cmocka_unit_test(test_sm_split_where_the_mha_decode_part_outweighs_the_context_work),
         cmocka_unit_test(test_wide_body_streams_the_decode_part),
         cmocka_unit_test(test_copier_where_decode_tiles_outnumber_context_tiles),
+        cmocka_unit_test(test_q_len_takes_the_masked_decode_part),
         cmocka_unit_test(test_model_terms),
         cmocka_unit_test(test_plan_follows_the_picked_kernel),
         cmocka_unit_test(test_8bit_cache_weighs_bifurcated_at_the_stored_width),

@@ -62,6 +62,17 @@ bad run --heads 0 --kernel fused
 bad run --gen -1 --kernel fused
 bad run --head-dim 100 --kernel fused
 bad run --splits 4 --multi-block off --kernel fused
+# --q-len: 1 to 16 query tokens, the last decoded ones (at most --gen); one value for run;
+# a kernel without it refuses it when asked by name
+bad run --q-len 0 --kernel fused
+bad run --q-len 17 --kernel fused
+bad run --q-len x --kernel fused
+bad run --q-len 4 --gen 3 --kernel fused
+bad run --q-len 1,4 --kernel fused
+bad run --q-len 4 --kernel cublas
+bad sweep --q-len 2,4 --gen 3 --out "$csv"
+bad sweep --q-len 1:32 --out "$csv"
+bad run --q-len 4 --step append --kernel fused
 bad sweep --beam 1:4 --kv-heads 32,8,3 --out "$csv"
 bad sweep --cache paged --block-size 8:256 --out "$csv"
 

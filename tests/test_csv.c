@@ -154,9 +154,9 @@ static void header_lists_spec_columns_in_order(void **state)
         strcat(joined, i + 1 < csv_column_count ? "," : "\n");
     }
     assert_string_equal(line, joined);
-    /* the appended columns, ctx_max last */
+    /* the appended columns, q_len last */
     assert_non_null(strstr(line, ",version,ran,model,layers,args,sm_mhz,peak_gbps,peak_tflops,pct_spec_bw,"
-                                 "workspace_bytes,flags,device,kv_dtype,tp,tp_us,step,ctx_dist,ctx_total,ctx_max\n"));
+                                 "workspace_bytes,flags,device,kv_dtype,tp,tp_us,step,ctx_dist,ctx_total,ctx_max,q_len\n"));
 }
 
 static void round_trip_keeps_every_field(void **state)
@@ -171,6 +171,9 @@ static void round_trip_keeps_every_field(void **state)
     /* a --tp row: the GPU count and each GPU's median */
     rows[2].tp = 2;
     snprintf(rows[2].tp_us, sizeof rows[2].tp_us, "80.500;88.250");
+    /* a --q-len row: its count, named by its args as well */
+    rows[0].q_len = 4;
+    snprintf(rows[0].args, sizeof rows[0].args, "--kernel fused --beam 16 --cache paged --q-len 4");
     FILE *f = tmp_open();
     csv_write_header(f);
     for (int i = 0; i < 3; i++)
@@ -197,6 +200,10 @@ static void round_trip_keeps_every_field(void **state)
     assert_string_equal(csv_cell(&t, 2, "tp_us"), "80.500;88.250");
     assert_string_equal(csv_cell(&t, 0, "tp"), "1");
     assert_string_equal(csv_cell(&t, 0, "tp_us"), "");
+    assert_string_equal(csv_cell(&t, 0, "q_len"), "4");
+    assert_string_equal(csv_cell(&t, 2, "q_len"), "1");
+    assert_int_equal(csv_row_parse(&t, 0, &back), 0);
+    assert_int_equal(back.q_len, 4);
     csv_free(&t);
     unlink(tmp_path);
     /* tp_us torn short of its tp times (or given on one GPU) reads as torn */
@@ -580,6 +587,71 @@ static void older_files_get_ctx_dist_columns(void **state)
     }
 }
 
+/* --q-len: n query tokens per stream is another configuration than one token's; rows of
+ * one token keep the keys they had before the column; a file without the column reads
+ * as one token per row, and table's view of it gets the column (from args, else 1). */
+static void key_and_older_files_tell_the_q_len(void **state)
+{
+    (void)state;
+    result_row_t a, b;
+    ok_row(&a, "fused", 1, 5.0);
+    b = a;
+    b.q_len = 4;
+    snprintf(b.args, sizeof b.args, "--kernel fused --beam 1 --cache paged --q-len 4");
+    char ka[512], kb[512];
+    csv_row_key(&a, ka, sizeof ka);
+    csv_row_key(&b, kb, sizeof kb);
+    assert_string_not_equal(ka, kb);
+    assert_null(strstr(ka, "q_len"));
+    assert_non_null(strstr(kb, "|q_len=4"));
+
+    char msg[256];
+    csv_table_t t;
+    assert_int_equal(csv_read("tests/fixtures/compare_base.csv", &t, msg, sizeof msg), 0);
+    assert_true(csv_column(&t, "q_len") < 0);
+    result_row_t r;
+    assert_int_equal(csv_row_parse(&t, 0, &r), 0);
+    assert_int_equal(r.q_len, 1);
+    const int ncols = t.ncols;
+    assert_int_equal(csv_add_q_len(&t, msg, sizeof msg), 0);
+    assert_int_equal(t.ncols, ncols + 1);
+    for (int i = 0; i < t.nrows; i++) assert_string_equal(csv_cell(&t, i, "q_len"), "1");
+    assert_int_equal(csv_add_q_len(&t, msg, sizeof msg), 0);
+    assert_int_equal(t.ncols, ncols + 1);
+    csv_free(&t);
+}
+
+/* A q_len cell must be a count from 1 to 16, the one its args name. */
+static void q_len_cells_match_their_args(void **state)
+{
+    (void)state;
+    result_row_t r;
+    ok_row(&r, "fused", 1, 5.0);
+    r.q_len = 4;
+    snprintf(r.args, sizeof r.args, "--kernel fused --q-len 4");
+    FILE *f = tmp_open();
+    csv_write_header(f);
+    csv_write_row(f, &r);
+    fclose(f);
+    size_t size;
+    char *text = csv_read_bytes(tmp_path, &size);
+    unlink(tmp_path);
+    assert_non_null(text);
+    csv_table_t t;
+    char msg[256];
+    assert_int_equal(csv_parse_text(text, size, "x.csv", &t, msg, sizeof msg), 0);
+    csv_free(&t);
+    /* the last field, ",4\n", as 1 (its args say 4), 17, 0 and nothing */
+    static const char *const bad[] = {"1", "17", "0", ""};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; ++i) {
+        char edited[8192];
+        snprintf(edited, sizeof edited, "%.*s%s\n", (int)(size - 2), text, bad[i]);
+        assert_int_equal(csv_parse_text(edited, strlen(edited), "x.csv", &t, msg, sizeof msg), -1);
+        assert_non_null(strstr(msg, "q_len"));
+    }
+    free(text);
+}
+
 static void append_needs_the_same_columns(void **state)
 {
     (void)state;
@@ -616,7 +688,7 @@ static void appending_keeps_an_earlier_versions_columns(void **state)
     ok_row(&r, "bifurcated", 8, 42.0);
     /* tests/fixtures hold files written before the sm_mhz column */
     const char *old = "tests/fixtures/compare_base.csv";
-    assert_int_equal(csv_file_columns(old, msg, sizeof msg), csv_column_count - 14);
+    assert_int_equal(csv_file_columns(old, msg, sizeof msg), csv_column_count - 15);
 
     FILE *f = tmp_open();
     csv_write_header(f);
@@ -673,6 +745,8 @@ int main(void)
         cmocka_unit_test(older_files_get_a_kv_dtype_column),
         cmocka_unit_test(key_tells_the_step),
         cmocka_unit_test(older_files_get_ctx_dist_columns),
+        cmocka_unit_test(key_and_older_files_tell_the_q_len),
+        cmocka_unit_test(q_len_cells_match_their_args),
         cmocka_unit_test(append_needs_the_same_columns),
         cmocka_unit_test(appending_keeps_an_earlier_versions_columns),
     };

@@ -266,6 +266,39 @@ static void test_every_point_is_validated(void **state)
     expect_invalid(&g, "--q-scaling");
 }
 
+/* --q-len is the innermost axis: one configuration's query-token counts side by side;
+ * a count above 16 or above --gen is refused with its option named. */
+static void test_q_len_axis(void **state)
+{
+    (void)state;
+    grid_t g;
+    grid_default(&g);
+    g.beam = (int_list_t){2, {1, 4}};
+    g.q_len = (int_list_t){3, {1, 4, 16}};
+    assert_int_equal(grid_count(&g), 6);
+    problem_t *p;
+    int n;
+    char msg[256];
+    assert_int_equal(grid_expand(&g, &p, &n, msg, sizeof msg), 0);
+    assert_int_equal(n, 6);
+    for (int k = 0; k < n; ++k) {
+        assert_int_equal(p[k].beam, g.beam.v[k / 3]);
+        assert_int_equal(p[k].q_len, g.q_len.v[k % 3]);
+    }
+    free(p);
+
+    grid_default(&g);
+    g.q_len = (int_list_t){2, {4, 17}};
+    expect_invalid(&g, "--q-len must be from 1 to 16 (got 17)");
+    grid_default(&g);
+    g.gen = (int_list_t){2, {128, 3}};
+    g.q_len = (int_list_t){1, {4}};
+    expect_invalid(&g, "--q-len 4 needs --gen >= 4");
+    grid_default(&g);
+    g.q_len.n = 0;
+    expect_invalid(&g, "--q-len: empty list");
+}
+
 static void test_too_many_points(void **state)
 {
     (void)state;
@@ -310,6 +343,7 @@ int main(void)
         cmocka_unit_test(test_inner_axes_order),
         cmocka_unit_test(test_block_sizes_only_multiply_paged),
         cmocka_unit_test(test_every_point_is_validated),
+        cmocka_unit_test(test_q_len_axis),
         cmocka_unit_test(test_too_many_points),
         cmocka_unit_test(test_override_copies_only_named_fields),
     };

@@ -47,6 +47,29 @@ static void test_fused_partials_are_workspace(void **state)
     assert_true(one.bytes == split.bytes);   /* splitting moves no compulsory byte */
 }
 
+/* --q-len n: Q and O n times; each query token's FLOPs over the keys it attends to
+ * (L - n + 1 + j for token j); the K/V bytes stay one read per stream. */
+static void test_q_len_counts_q_and_o_n_times(void **state)
+{
+    (void)state;
+    problem_t one = test_problem(2, 3, 32, 8, 128, 1000, 20);
+    problem_t four = one;
+    four.q_len = 4;
+    assert_true(io_qo_bytes(&four) == 4.0 * io_qo_bytes(&one));
+    const double per_key = 4.0 * 6 * 32 * 128;
+    assert_true(io_flops(&one) == per_key * 1020);
+    assert_true(io_flops(&four) == per_key * (1017 + 1018 + 1019 + 1020));
+    const char *kernels[] = {"fused", "bifurcated"};
+    for (int k = 0; k < 2; ++k) {
+        int s1, s4;
+        attn_io_t a = io_of(kernels[k], &one, &s1), b = io_of(kernels[k], &four, &s4);
+        assert_true(fabs((b.bytes - a.bytes) - 3.0 * io_qo_bytes(&one)) < 1.0);
+        assert_true(b.flops == io_flops(&four));
+    }
+    int s;
+    assert_true(io_of("auto", &four, &s).flops == io_flops(&four)); /* whichever it picks */
+}
+
 static void test_bifurcated_bytes_are_unique(void **state)
 {
     (void)state;
@@ -154,6 +177,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_fused_partials_are_workspace),
+        cmocka_unit_test(test_q_len_counts_q_and_o_n_times),
         cmocka_unit_test(test_bifurcated_bytes_are_unique),
         cmocka_unit_test(test_tables_are_compulsory),
         cmocka_unit_test(test_8bit_cache_at_one_byte_an_element),

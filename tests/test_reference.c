@@ -64,12 +64,12 @@ static void unbuild(built_t *b)
 
 typedef void (*ref_fn)(const ref_source_t *, int, int, double *);
 
-/* Largest |a - b| over every (stream, head) row; both outputs must be finite. */
+/* Largest |a - b| over every (query token, head) row; both outputs must be finite. */
 static double max_row_diff(const ref_source_t *a, ref_fn fa, const ref_source_t *b, ref_fn fb)
 {
     const problem_t *p = a->p;
     double ra[REF_MAX_HEAD_DIM], rb[REF_MAX_HEAD_DIM], worst = 0.0;
-    for (int s = 0; s < problem_streams(p); ++s)
+    for (int s = 0; s < problem_queries(p); ++s)
         for (int h = 0; h < p->heads; ++h) {
             fa(a, s, h, ra);
             fb(b, s, h, rb);
@@ -125,6 +125,84 @@ static void test_all_layouts_agree(void **state)
         unbuild(&bif);
         free(hist);
     }
+}
+
+/* --q-len n: every layout and the bifurcated formulation agree on all n query tokens of
+ * every stream, with indirection, partial blocks, MHA/GQA/MQA. */
+static void test_q_len_layouts_agree(void **state)
+{
+    (void)state;
+    static const int cases[][10] = {
+        /* batch, beam, heads, kv_heads, head_dim, ctx, gen, block_size, indirection, q_len */
+        {2, 3, 4, 2, 16, 5, 7, 16, 1, 4},    /* GQA, context shorter than a block */
+        {1, 4, 4, 1, 32, 37, 16, 16, 1, 16}, /* MQA, every decoded token a query */
+        {2, 2, 2, 2, 24, 70, 20, 32, 0, 2},  /* MHA, partial last blocks */
+        {1, 1, 1, 1, 8, 1, 3, 8, 0, 3},      /* context of one token */
+    };
+    for (size_t c = 0; c < sizeof cases / sizeof cases[0]; ++c) {
+        const int *k = cases[c];
+        problem_t p = test_paged_problem(k[0], k[1], k[2], k[3], k[4], k[5], k[6], k[7]);
+        p.q_len = k[9];
+        char msg[256];
+        assert_int_equal(problem_validate(&p, msg, sizeof msg), 0);
+        const uint64_t seed = 77 + c;
+        int32_t *hist = k[8] ? beam_history_build(&p, seed) : NULL;
+        built_t logical, cont, paged, bif;
+        build(&logical, &p, LAYOUT_CONTIGUOUS, seed, hist, 0);
+        build(&cont, &p, LAYOUT_CONTIGUOUS, seed, hist, 1);
+        build(&paged, &p, LAYOUT_PAGED, seed, hist, 1);
+        build(&bif, &p, LAYOUT_BIFURCATED, seed, hist, 1);
+        assert_true(max_row_diff(&logical.src, reference_row, &cont.src, reference_row) == 0.0);
+        assert_true(max_row_diff(&logical.src, reference_row, &paged.src, reference_row) == 0.0);
+        assert_true(max_row_diff(&logical.src, reference_row, &bif.src, reference_row) == 0.0);
+        assert_true(max_row_diff(&logical.src, reference_row, &bif.src, reference_row_bifurcated) < 1e-12);
+        assert_true(max_row_diff(&logical.src, reference_row, &paged.src, reference_row_bifurcated) < 1e-12);
+        unbuild(&logical);
+        unbuild(&cont);
+        unbuild(&paged);
+        unbuild(&bif);
+        free(hist);
+    }
+}
+
+/* The causal mask: query token j of a stream reads keys [0, L - n + j] and nothing
+ * after. NaN in every K and V row past that changes nothing; a new K row at its last
+ * key changes its output. Token n - 1 reads all L keys. */
+static void test_q_len_causal(void **state)
+{
+    (void)state;
+    problem_t p = test_problem(1, 2, 4, 2, 16, 9, 6);
+    p.q_len = 4;
+    const int L = problem_keys(&p), d = p.head_dim;
+    assert_int_equal(problem_keys_of_token(&p, 0), L - 3);
+    assert_int_equal(problem_keys_of_token(&p, 3), L);
+    /* query row 6 of [B*W*n, h, d] is stream 1's token 2 (query_rows.h) */
+    assert_int_equal(query_stream(6, p.q_len), 1);
+    assert_int_equal(query_token(6, p.q_len), 2);
+    assert_int_equal(query_key_end(L, p.q_len, 6), L - 1);
+    for (int s = 0; s < problem_streams(&p); ++s)
+        for (int j = 0; j < p.q_len; ++j) {
+            built_t b;
+            build(&b, &p, LAYOUT_CONTIGUOUS, 5, NULL, 1);
+            const int query = s * p.q_len + j, end = problem_keys_of_token(&p, j);
+            double before[16], after[16], moved[16];
+            reference_row(&b.src, query, 1, before);
+            for (int which = 0; which < 2; ++which)
+                for (int h = 0; h < p.kv_heads; ++h)
+                    for (int pos = end; pos < L; ++pos)
+                        for (int x = 0; x < d; ++x)
+                            b.kv[kv_contiguous_offset(&b.src.geom, s, which, h, pos) + x] = NAN;
+            reference_row(&b.src, query, 1, after);
+            for (int x = 0; x < d; ++x) assert_true(before[x] == after[x]);
+            /* head 1 reads kv head 0; its last key, negated and scaled up, takes another
+             * weight whatever its logit was (a far negative one becomes the largest) */
+            for (int x = 0; x < d; ++x) b.kv[kv_contiguous_offset(&b.src.geom, s, 0, 0, end - 1) + x] *= -4.0f;
+            reference_row(&b.src, query, 1, moved);
+            double diff = 0.0;
+            for (int x = 0; x < d; ++x) diff = fmax(diff, fabs(moved[x] - before[x]));
+            assert_true(diff > 1e-6);
+            unbuild(&b);
+        }
 }
 
 /* Different seeds give different answers: the comparisons above are not vacuous. */
@@ -393,6 +471,8 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_all_layouts_agree),
+        cmocka_unit_test(test_q_len_layouts_agree),
+        cmocka_unit_test(test_q_len_causal),
         cmocka_unit_test(test_outputs_depend_on_inputs),
         cmocka_unit_test(test_indirection_equals_copied_rows),
         cmocka_unit_test(test_grouped_heads_equal_expanded_mha),

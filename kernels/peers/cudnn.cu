@@ -151,6 +151,8 @@ static const char *cudnn_unsupported(const problem_t *p)
 {
     if (problem_ragged(p))
         return "cuDNN's SDPA is run here with one sequence length for the batch, not ragged --ctx-dist lengths";
+    if (p->q_len > 1)
+        return "the cuDNN graph is built for one query token per stream (no --q-len > 1)";
     if (p->dtype != DTYPE_FP16 && p->dtype != DTYPE_BF16)
         return "cuDNN's SDPA takes fp16 and bf16 (and fp8) inputs, not fp32";
     if (p->indirection)

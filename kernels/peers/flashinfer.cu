@@ -21,6 +21,11 @@
  * 2*g*L): page i starts at element i*P*d, a head is L*d further, and stream s's pages
  * are s*2*g*L/P + j. Nothing is copied either way.
  *
+ * --q-len n > 1 (speculative decoding) runs what BatchPrefillWithPagedKVCacheWrapper
+ * runs for n query tokens per request with causal=True: the same FA2 tensor-core kernel,
+ * qo_indptr = 0, n, 2n, ..., MaskMode::kCausal (token j sees keys up to L - n + j, as
+ * ours), Q and O [B*W*n, h, d] as the ragged [nnz_qo, h, d] it takes.
+ *
  * Host planning (FlashInfer's plan(): work estimation, split, its int workspace upload)
  * is done in setup; launch() only builds the kernel parameters and enqueues. */
 #include "peer_stub.h"
@@ -172,9 +177,16 @@ static bool fi_cuda_core_group(int group)
            group == 16;
 }
 
-/* The CTA_TILE_Q FlashInfer's scheduler picks for one query row per request
- * (FA2DetermineCtaTileQ with packed qo length = p, head_dim < 256, Ampere or newer). */
-static int fi_cta_tile_q(int group) { return group > 64 ? 128 : group > 16 ? 64 : 16; }
+/* The CTA_TILE_Q FlashInfer's scheduler picks for `packed` = n*p packed query rows per
+ * request (FA2DetermineCtaTileQ, head_dim < 256, Ampere or newer). */
+static int fi_cta_tile_q(int packed) { return packed > 64 ? 128 : packed > 16 ? 64 : 16; }
+
+/* Whether a problem runs the FA2 tensor-core (prefill) kernel: several query tokens per
+ * stream, or a group size the CUDA-core decode is not compiled for. */
+static bool fi_tensor_core(const problem_t *p)
+{
+    return p->q_len > 1 || !fi_cuda_core_group(problem_group(p));
+}
 
 /* Where FlashInfer reads K and V: pages of `page_size` tokens, element strides in HND
  * order (page, head, token), V `v_offset` elements after K, and `pages` pages per stream
@@ -229,7 +241,7 @@ static const char *fi_size_limits(const problem_t *p)
     const fi_geometry_t g = fi_geometry_of(p);
     const int64_t tokens = (int64_t)g.streams * g.pages * g.page_size;
     const int64_t max_index = p->cache == CACHE_PAGED ? 0 : g.index_base * g.streams;
-    const int64_t rows = (int64_t)g.streams * p->heads * p->head_dim;
+    const int64_t rows = (int64_t)g.streams * p->q_len * p->heads * p->head_dim;
     if (tokens >= INT32_MAX || max_index >= INT32_MAX || rows >= INT32_MAX ||
         g.stride_page >= UINT32_MAX || g.stride_h >= UINT32_MAX)
         return "beyond FlashInfer's 32-bit page iterators, strides and q/o offsets";
@@ -249,9 +261,10 @@ static const char *fi_unsupported(const problem_t *p)
     if (p->multi_block != MULTI_BLOCK_AUTO || p->splits > 0)
         return "FlashInfer's plan() chooses its own KV split (--multi-block auto only, no --splits)";
     const int group = problem_group(p);
-    if (!fi_cuda_core_group(group) && fi_cta_tile_q(group) > 64)
-        return "group size h/g above 64: its tensor-core decode would need CTA_TILE_Q 128, "
-               "not built here";
+    if (fi_tensor_core(p) && fi_cta_tile_q(p->q_len * group) > 64)
+        return p->q_len > 1 ? "q_len x h/g above 64 rows: its causal prefill would need CTA_TILE_Q 128, not built here"
+                            : "group size h/g above 64: its tensor-core decode would need CTA_TILE_Q 128, "
+                              "not built here";
     return fi_size_limits(p);
 }
 
@@ -266,7 +279,7 @@ static void fi_plan(const problem_t *p, const device_info_t *dev, attn_plan_t *p
     /* FlashInfer splits in its own plan() at setup; the row's splits column reads 1 */
     plan->split = split_plan_fixed(problem_keys(p), 1, 1);
     const int sms = dev && dev->sm_count > 0 ? dev->sm_count : FI_SM_UNKNOWN;
-    plan->variant = (fi_cuda_core_group(problem_group(p)) ? 0 : FI_TENSOR_CORE) | (sms << 1);
+    plan->variant = (fi_tensor_core(p) ? FI_TENSOR_CORE : 0) | (sms << 1);
 }
 
 static size_t fi_workspace_bytes(const problem_t *p, const attn_plan_t *plan)
@@ -293,7 +306,7 @@ static size_t fi_private_bytes(const problem_t *p, const attn_plan_t *plan)
     const size_t sms = plan && (plan->variant >> 1) > 0 ? (size_t)(plan->variant >> 1) : FI_SM_UNKNOWN;
     const int group = problem_group(p);
     const size_t ctas = (tc ? 2 : 32) * sms / (size_t)p->kv_heads + 1;
-    const size_t rows_per_cta = tc ? (size_t)(fi_cta_tile_q(group) + group - 1) / group : 1;
+    const size_t rows_per_cta = tc ? (size_t)(fi_cta_tile_q(p->q_len * group) + group - 1) / group : 1;
     const size_t partial_rows = ctas * rows_per_cta;
     const size_t float_ws = (size_t)p->heads * partial_rows * ((size_t)p->head_dim + 1) * sizeof(float) + 64;
     const size_t slots = (ctas > n ? ctas : n) + 1;
@@ -327,7 +340,7 @@ typedef struct fi_state {
     fi_id *indptr;          /* [n + 1] pages of stream i: indptr[i] .. indptr[i + 1] */
     fi_id *last_page_len;   /* [n] */
     fi_id *indices;         /* contiguous cache: [n * pages] (paged: the block table) */
-    fi_id *qo_indptr;       /* tensor-core path: [n + 1], one query row per stream */
+    fi_id *qo_indptr;       /* tensor-core path: [n + 1], q_len query rows per stream */
     void *float_ws, *int_ws;
     fi::DecodePlanInfo decode_plan;
     fi::PrefillPlanInfo prefill_plan;
@@ -384,10 +397,11 @@ static cudaError_t fi_tables_setup(fi_state_t *st, const problem_t *p, fi_id **h
     if (e == cudaSuccess) e = fi_upload(&st->last_page_len, last, n);
     if (e == cudaSuccess && indices) e = fi_upload(&st->indices, indices, n * (size_t)g->pages);
     if (e == cudaSuccess && st->tensor_core) {
-        /* one query row per request: qo_indptr = 0, 1, ..., n (the wrapper's range buffer) */
+        /* q_len query rows per request: qo_indptr = 0, q_len, 2 q_len, ... (one row: the
+         * decode wrapper's range buffer) */
         fi_id *range = (fi_id *)malloc((n + 1) * sizeof(fi_id));
         if (!range) e = cudaErrorMemoryAllocation;
-        for (size_t i = 0; range && i <= n; ++i) range[i] = (fi_id)i;
+        for (size_t i = 0; range && i <= n; ++i) range[i] = (fi_id)(i * (size_t)p->q_len);
         if (e == cudaSuccess) e = fi_upload(&st->qo_indptr, range, n + 1);
         free(range);
     }
@@ -437,25 +451,27 @@ static cudaError_t fi_plan_cuda_core(fi_state_t *st, const problem_t *p, fi_id *
     return e;
 }
 
-/* Tensor-core decode: PrefillPlan with one query row per request, the arguments the
- * decode wrapper passes with use_tensor_cores=True (fa2, not causal, no window, no
- * fixed split, split allowed, no CUDA graph). */
+/* Tensor-core path: PrefillPlan with q_len query rows per request, the arguments the
+ * decode wrapper passes with use_tensor_cores=True (one row) and the prefill wrapper
+ * with causal=True (q_len rows): fa2, no window, no fixed split, split allowed, no CUDA
+ * graph (the mask is the kernel's template argument, not the plan's). */
 template <typename T, int D>
 static cudaError_t fi_plan_tensor_core(fi_state_t *st, const problem_t *p, fi_id *indptr_h, cudaStream_t s)
 {
     const uint32_t n = (uint32_t)st->geom.streams, page = (uint32_t)st->geom.page_size;
+    const uint32_t rows = n * (uint32_t)p->q_len;
     fi_id *qo_h = (fi_id *)malloc(((size_t)n + 1) * sizeof(fi_id));
     if (!qo_h) return cudaErrorMemoryAllocation;
-    for (uint32_t i = 0; i <= n; ++i) qo_h[i] = (fi_id)i;
+    for (uint32_t i = 0; i <= n; ++i) qo_h[i] = (fi_id)(i * (uint32_t)p->q_len);
     size_t float_bytes = 0, int_bytes = 0;
     cudaError_t e = fi::PrefillPlanWorkspaceSize<fi_id>(
-        float_bytes, int_bytes, qo_h, indptr_h, n, n, (uint32_t)p->heads, (uint32_t)p->kv_heads, D, D,
+        float_bytes, int_bytes, qo_h, indptr_h, rows, n, (uint32_t)p->heads, (uint32_t)p->kv_heads, D, D,
         page, false, 2, -1, -1, false, 0, 0, s, sizeof(T));
     void *pinned = NULL;
     if (e == cudaSuccess) e = fi_alloc_workspaces(st, float_bytes, int_bytes, &pinned);
     if (e == cudaSuccess)
         e = fi::PrefillPlan<fi_id>(st->float_ws, float_bytes, st->int_ws, pinned, int_bytes, st->prefill_plan,
-                                   qo_h, indptr_h, n, n, (uint32_t)p->heads, (uint32_t)p->kv_heads, D, D,
+                                   qo_h, indptr_h, rows, n, (uint32_t)p->heads, (uint32_t)p->kv_heads, D, D,
                                    page, false, 2, -1, -1, false, 0, 0, s, sizeof(T));
     if (e == cudaSuccess) e = cudaStreamSynchronize(s);
     cudaFreeHost(pinned);
@@ -572,8 +588,29 @@ static cudaError_t fi_run_cuda_core(const fi_state_t *st, const attn_args_t *a, 
         params, tmp_v, tmp_s, st->pdl, stream);
 }
 
-/* BatchPrefillWithPagedKVCacheRun's body (mask kNone, K and V strides equal) for the
- * CTA_TILE_Q values a decode plan can pick here (fi_unsupported rules out 128). */
+/* One launch of the FA2 kernel at the plan's CTA_TILE_Q (16 or 64: fi_unsupported rules
+ * out 128) and mask mode MASK. */
+template <typename T, int D, fi::MaskMode MASK>
+static cudaError_t fi_prefill_dispatch(const fi::PrefillPlanInfo &plan, fi_prefill_params<T> &params, T *tmp_v,
+                                       float *tmp_s, bool pdl, cudaStream_t stream)
+{
+    typedef fi_prefill_params<T> Params;
+    const fi::PosEncodingMode rope = fi::PosEncodingMode::kNone;
+    switch (plan.cta_tile_q) {
+    case 16:
+        return fi::BatchPrefillWithPagedKVCacheDispatched<true, 16, D, D, rope, false, MASK, fi_variant, Params>(
+            params, tmp_v, tmp_s, pdl, stream);
+    case 64:
+        return fi::BatchPrefillWithPagedKVCacheDispatched<true, 64, D, D, rope, false, MASK, fi_variant, Params>(
+            params, tmp_v, tmp_s, pdl, stream);
+    default:
+        fprintf(stderr, "flashinfer: plan chose CTA_TILE_Q %d, not built here\n", (int)plan.cta_tile_q);
+        return cudaErrorNotSupported;
+    }
+}
+
+/* BatchPrefillWithPagedKVCacheRun's body (K and V strides equal): mask kNone for one
+ * query row per request, kCausal for q_len rows. */
 template <typename T, int D>
 static cudaError_t fi_run_tensor_core(const fi_state_t *st, const attn_args_t *a, cudaStream_t stream)
 {
@@ -613,19 +650,9 @@ static cudaError_t fi_run_tensor_core(const fi_state_t *st, const attn_args_t *a
         params.block_valid_mask = fi::GetPtrFromBaseOffset<bool>(st->int_ws, plan.block_valid_mask_offset);
         params.total_num_rows = fi::GetPtrFromBaseOffset<uint32_t>(st->int_ws, plan.total_num_rows_offset);
     }
-    typedef fi_prefill_params<T> Params;
-    const fi::PosEncodingMode rope = fi::PosEncodingMode::kNone;
-    switch (plan.cta_tile_q) {
-    case 16:
-        return fi::BatchPrefillWithPagedKVCacheDispatched<true, 16, D, D, rope, false, fi::MaskMode::kNone,
-                                                          fi_variant, Params>(params, tmp_v, tmp_s, st->pdl, stream);
-    case 64:
-        return fi::BatchPrefillWithPagedKVCacheDispatched<true, 64, D, D, rope, false, fi::MaskMode::kNone,
-                                                          fi_variant, Params>(params, tmp_v, tmp_s, st->pdl, stream);
-    default:
-        fprintf(stderr, "flashinfer: plan chose CTA_TILE_Q %d, not built here\n", (int)plan.cta_tile_q);
-        return cudaErrorNotSupported;
-    }
+    if (p->q_len > 1)
+        return fi_prefill_dispatch<T, D, fi::MaskMode::kCausal>(plan, params, tmp_v, tmp_s, st->pdl, stream);
+    return fi_prefill_dispatch<T, D, fi::MaskMode::kNone>(plan, params, tmp_v, tmp_s, st->pdl, stream);
 }
 
 template <typename T, int D>
@@ -655,9 +682,11 @@ static cudaError_t fi_launch(attn_args_t *a, cudaStream_t stream)
 
 extern "C" const attn_kernel_t kernel_flashinfer = {
     "flashinfer",
-    "FlashInfer's batch decode over a paged KV cache: CUDA-core decode, tensor-core (FA2) where p has no CUDA-core build",
+    "FlashInfer's batch decode over a paged KV cache: CUDA-core decode, tensor-core (FA2) where p has no CUDA-core build; "
+    "--q-len > 1 on its causal batch prefill",
     "paged (its page table is our block table) and contiguous (a page table over each stream's region); "
     "fp16, bf16; d 64, 128; p in 1,2,3,4,6,8,16 on CUDA cores, other p up to 64 on tensor cores; "
+    "--q-len n with n*p up to 64 (causal prefill); "
     "no indirection; its own split-KV (--multi-block auto)",
     fi_unsupported,
     fi_layout,

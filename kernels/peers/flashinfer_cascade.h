@@ -74,6 +74,8 @@ static inline const char *fic_unsupported(const problem_t *p)
 {
     if (problem_ragged(p))
         return "the cascade is planned here with one context length for every request, not ragged --ctx-dist lengths";
+    if (p->q_len > 1)
+        return "the cascade is run on FlashInfer's decode, one query token per stream (no --q-len > 1)";
     if (p->cache != CACHE_PAGED)
         return "the cascade's shared level is the paged cache's shared context blocks (--cache paged); "
                "a contiguous cache has none";

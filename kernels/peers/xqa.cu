@@ -71,6 +71,8 @@ static const char *xqa_unsupported(const problem_t *p)
 {
     if (problem_ragged(p))
         return "XQA is given one sequence length for every request here, not ragged --ctx-dist lengths";
+    if (p->q_len > 1)
+        return "XQA as FlashInfer ships it decodes one query token per stream (no --q-len > 1)";
     if (p->dtype != DTYPE_FP16 && p->dtype != DTYPE_BF16)
         return "XQA takes fp16 or bf16 queries and cache (FlashInfer builds no fp32 module)";
     if (p->head_dim != XQA_HEAD_DIM)
