@@ -104,6 +104,11 @@ static void test_unsupported_reasons(void **state)
     q.head_dim = 96;
     assert_non_null(fic_unsupported(&q));
     q = p;
+    q.kv_quant = KV_QUANT_FP8;
+    assert_non_null(strstr(fic_unsupported(&q), "8-bit cache"));
+    q.kv_quant = KV_QUANT_INT8;
+    assert_non_null(strstr(fic_unsupported(&q), "8-bit cache"));
+    q = p;
     q.splits = 4;
     assert_non_null(fic_unsupported(&q));
     q = p;

@@ -155,6 +155,8 @@ static const char *cudnn_unsupported(const problem_t *p)
         return "the cuDNN graph is built for one query token per stream (no --q-len > 1)";
     if (p->dtype != DTYPE_FP16 && p->dtype != DTYPE_BF16)
         return "cuDNN's SDPA takes fp16 and bf16 (and fp8) inputs, not fp32";
+    if (p->kv_quant != KV_QUANT_NONE)
+        return "cuDNN's SDPA graph is built here for a cache in the query dtype: no 8-bit cache (--kv-dtype fp8|int8)";
     if (p->indirection)
         return "cuDNN's SDPA reads K/V through strides or a page table, not a per-token cache indirection (--indirection)";
     if (p->multi_block == MULTI_BLOCK_ON || p->splits > 1)
@@ -451,7 +453,8 @@ extern "C" const attn_kernel_t kernel_cudnn = {
     "cudnn",
     CUDNN_PEER_SUMMARY,
     "contiguous and paged caches; fp16, bf16; head_dim a multiple of 8 up to 256 where cuDNN "
-    "builds a plan (else unsupported, with its reason); any h/g; no indirection, no forced split",
+    "builds a plan (else unsupported, with its reason); any h/g; no indirection, no forced split, "
+    "no 8-bit cache",
     cudnn_unsupported,
     cudnn_layout,
     cudnn_plan,

@@ -27,7 +27,13 @@
  * ours), Q and O [B*W*n, h, d] as the ragged [nnz_qo, h, d] it takes.
  *
  * Host planning (FlashInfer's plan(): work estimation, split, its int workspace upload)
- * is done in setup; launch() only builds the kernel parameters and enqueues. */
+ * is done in setup; launch() only builds the kernel parameters and enqueues.
+ *
+ * An e4m3 cache (--kv-dtype fp8 --kv-scale tensor) is the same pages of 1-byte codes,
+ * read by the same kernels built with DTypeKV __nv_fp8_e4m3 (queries and output stay
+ * fp16 or bf16). The scales are the wrapper's k_scale and v_scale floats, handled as its
+ * run() handles them: sm_scale *= k_scale, and after the kernel `out *= v_scale`, an
+ * elementwise pass of its own (decode.py), timed with the step. */
 #include "peer_stub.h"
 
 #ifdef ATTN_HAVE_FLASHINFER
@@ -38,6 +44,7 @@
 #include <new>
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
+#include <cuda_fp8.h>
 #include <flashinfer/attention/decode.cuh>
 #include <flashinfer/attention/prefill.cuh>
 #include <flashinfer/attention/scheduler.cuh>
@@ -50,15 +57,17 @@ namespace fi = flashinfer;
  * ALiBi), as gen_batch_decode_module and the fa2 batch prefill module name it. */
 typedef fi::DefaultAttention<false, false, false, false> fi_variant;
 typedef int32_t fi_id;
+typedef __nv_fp8_e4m3 fi_e4m3;
 
 /* The Params of csrc/batch_decode_customize_config.jinja with the default module's
  * additional parameters (maybe_alibi_slopes, logits_soft_cap, sm_scale, rope_rcp_scale,
- * rope_rcp_theta), one struct per element type instead of one per generated module. */
-template <typename T>
+ * rope_rcp_theta), one struct per query and cache element type instead of one per
+ * generated module (the output is in the query's type). */
+template <typename TQ, typename TKV>
 struct fi_decode_params {
-    using DTypeQ = T;
-    using DTypeKV = T;
-    using DTypeO = T;
+    using DTypeQ = TQ;
+    using DTypeKV = TKV;
+    using DTypeO = TQ;
     using IdType = fi_id;
 
     DTypeQ *q;
@@ -95,11 +104,11 @@ struct fi_decode_params {
 
 /* The PagedParams of csrc/batch_prefill_customize_config.jinja with the fa2 module's
  * additional parameters (gen_batch_prefill_module, backend "fa2"). */
-template <typename T>
+template <typename TQ, typename TKV>
 struct fi_prefill_params {
-    using DTypeQ = T;
-    using DTypeKV = T;
-    using DTypeO = T;
+    using DTypeQ = TQ;
+    using DTypeKV = TKV;
+    using DTypeO = TQ;
     using IdType = fi_id;
 
     DTypeQ *q;
@@ -248,6 +257,18 @@ static const char *fi_size_limits(const problem_t *p)
     return NULL;
 }
 
+/* Why FlashInfer cannot read this 8-bit cache here, or NULL. */
+static const char *fi_kv8_unsupported(const problem_t *p)
+{
+    if (p->kv_quant == KV_QUANT_INT8)
+        return "FlashInfer's decode reads no int8 cache (8-bit caches: fp8 e4m3 or e5m2)";
+    if (p->kv_quant == KV_QUANT_FP8 && p->kv_scale == KV_SCALE_HEAD)
+        return "FlashInfer takes k_scale and v_scale as one float each, none per kv head: --kv-scale tensor";
+    if (p->kv_quant == KV_QUANT_FP8 && p->head_dim != 128)
+        return "FlashInfer's decode over an e4m3 cache is built here for head_dim 128 only";
+    return NULL;
+}
+
 static const char *fi_unsupported(const problem_t *p)
 {
     if (problem_ragged(p))
@@ -256,6 +277,8 @@ static const char *fi_unsupported(const problem_t *p)
         return "FlashInfer's decode is built here for fp16 and bf16 (its wrapper has no fp32 path)";
     if (p->head_dim != 64 && p->head_dim != 128)
         return "FlashInfer's decode is built here for head_dim 64 and 128 only";
+    const char *kv8 = fi_kv8_unsupported(p);
+    if (kv8) return kv8;
     if (p->indirection)
         return "FlashInfer has no cache indirection: it reads each stream's K/V where they lie";
     if (p->multi_block != MULTI_BLOCK_AUTO || p->splits > 0)
@@ -324,6 +347,8 @@ static attn_io_t fi_io(const problem_t *p, const attn_plan_t *plan)
     /* every stream reads its blocks through its page table; the compulsory DRAM traffic
      * is the blocks the cache holds (a shared context block's re-reads can hit L2) */
     io.bytes = io_kv_bytes_stored(p) + io_qo_bytes(p) + fi_table_bytes(p);
+    /* an e4m3 cache: the wrapper's `out *= v_scale` reads and writes out again */
+    if (p->kv_quant != KV_QUANT_NONE) io.bytes += io_qo_bytes(p);
     io.unique_bytes = io_kv_bytes_unique(p) + io_qo_bytes(p) + io_table_bytes(p);
     io.flops = io_flops(p);
     /* whether and how far FlashInfer splits is decided by its plan() in setup */
@@ -344,6 +369,7 @@ typedef struct fi_state {
     void *float_ws, *int_ws;
     fi::DecodePlanInfo decode_plan;
     fi::PrefillPlanInfo prefill_plan;
+    float k_scale, v_scale; /* an e4m3 cache's (a->kv_scale), else 1 */
 } fi_state_t;
 
 static void fi_state_free(fi_state_t *st)
@@ -427,10 +453,10 @@ static cudaError_t fi_alloc_workspaces(fi_state_t *st, size_t float_bytes, size_
 
 /* CUDA-core decode: DecodePlan with its work estimation for this group size, as
  * BatchDecodeWithPagedKVCachePlan does (the query dispatches on p as it does). */
-template <typename T, int D>
+template <typename TQ, typename TKV, int D>
 static cudaError_t fi_plan_cuda_core(fi_state_t *st, const problem_t *p, fi_id *indptr_h, cudaStream_t s)
 {
-    typedef fi_decode_params<T> Params;
+    typedef fi_decode_params<TQ, TKV> Params;
     const uint32_t n = (uint32_t)st->geom.streams, page = (uint32_t)st->geom.page_size;
     cudaError_t e = cudaErrorNotSupported;
     DISPATCH_GQA_GROUP_SIZE((uint32_t)problem_group(p), GROUP_SIZE, {
@@ -455,7 +481,7 @@ static cudaError_t fi_plan_cuda_core(fi_state_t *st, const problem_t *p, fi_id *
  * decode wrapper passes with use_tensor_cores=True (one row) and the prefill wrapper
  * with causal=True (q_len rows): fa2, no window, no fixed split, split allowed, no CUDA
  * graph (the mask is the kernel's template argument, not the plan's). */
-template <typename T, int D>
+template <typename TQ, typename TKV, int D>
 static cudaError_t fi_plan_tensor_core(fi_state_t *st, const problem_t *p, fi_id *indptr_h, cudaStream_t s)
 {
     const uint32_t n = (uint32_t)st->geom.streams, page = (uint32_t)st->geom.page_size;
@@ -466,24 +492,24 @@ static cudaError_t fi_plan_tensor_core(fi_state_t *st, const problem_t *p, fi_id
     size_t float_bytes = 0, int_bytes = 0;
     cudaError_t e = fi::PrefillPlanWorkspaceSize<fi_id>(
         float_bytes, int_bytes, qo_h, indptr_h, rows, n, (uint32_t)p->heads, (uint32_t)p->kv_heads, D, D,
-        page, false, 2, -1, -1, false, 0, 0, s, sizeof(T));
+        page, false, sizeof(TQ), -1, -1, false, 0, 0, s, sizeof(TKV));
     void *pinned = NULL;
     if (e == cudaSuccess) e = fi_alloc_workspaces(st, float_bytes, int_bytes, &pinned);
     if (e == cudaSuccess)
         e = fi::PrefillPlan<fi_id>(st->float_ws, float_bytes, st->int_ws, pinned, int_bytes, st->prefill_plan,
                                    qo_h, indptr_h, rows, n, (uint32_t)p->heads, (uint32_t)p->kv_heads, D, D,
-                                   page, false, 2, -1, -1, false, 0, 0, s, sizeof(T));
+                                   page, false, sizeof(TQ), -1, -1, false, 0, 0, s, sizeof(TKV));
     if (e == cudaSuccess) e = cudaStreamSynchronize(s);
     cudaFreeHost(pinned);
     free(qo_h);
     return e;
 }
 
-template <typename T, int D>
+template <typename TQ, typename TKV, int D>
 static cudaError_t fi_plan_td(fi_state_t *st, const problem_t *p, fi_id *indptr_h, cudaStream_t s)
 {
-    return st->tensor_core ? fi_plan_tensor_core<T, D>(st, p, indptr_h, s)
-                           : fi_plan_cuda_core<T, D>(st, p, indptr_h, s);
+    return st->tensor_core ? fi_plan_tensor_core<TQ, TKV, D>(st, p, indptr_h, s)
+                           : fi_plan_cuda_core<TQ, TKV, D>(st, p, indptr_h, s);
 }
 
 /* FlashInfer's host code reports some failures by throwing flashinfer::Error; they end
@@ -492,11 +518,14 @@ static cudaError_t fi_plan_any(fi_state_t *st, const problem_t *p, fi_id *indptr
 {
     cudaStream_t s = 0; /* setup has no stream: the plan's upload is synchronised here */
     try {
+        if (p->kv_quant == KV_QUANT_FP8) /* d 128 only (fi_unsupported) */
+            return p->dtype == DTYPE_FP16 ? fi_plan_td<half, fi_e4m3, 128>(st, p, indptr_h, s)
+                                          : fi_plan_td<nv_bfloat16, fi_e4m3, 128>(st, p, indptr_h, s);
         if (p->dtype == DTYPE_FP16)
-            return p->head_dim == 64 ? fi_plan_td<half, 64>(st, p, indptr_h, s)
-                                     : fi_plan_td<half, 128>(st, p, indptr_h, s);
-        return p->head_dim == 64 ? fi_plan_td<nv_bfloat16, 64>(st, p, indptr_h, s)
-                                 : fi_plan_td<nv_bfloat16, 128>(st, p, indptr_h, s);
+            return p->head_dim == 64 ? fi_plan_td<half, half, 64>(st, p, indptr_h, s)
+                                     : fi_plan_td<half, half, 128>(st, p, indptr_h, s);
+        return p->head_dim == 64 ? fi_plan_td<nv_bfloat16, nv_bfloat16, 64>(st, p, indptr_h, s)
+                                 : fi_plan_td<nv_bfloat16, nv_bfloat16, 128>(st, p, indptr_h, s);
     } catch (const std::exception &ex) {
         fprintf(stderr, "flashinfer: plan: %s\n", ex.what());
         return cudaErrorUnknown;
@@ -515,6 +544,13 @@ static cudaError_t fi_setup(attn_args_t *a)
     cudaError_t e = cudaGetDevice(&device);
     if (e == cudaSuccess) e = cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device);
     st->pdl = major >= 9;
+    /* the scales our kernels read, K's then V's (--kv-scale tensor): the wrapper's floats */
+    float scales[2] = {1.f, 1.f};
+    if (e == cudaSuccess && p->kv_quant != KV_QUANT_NONE)
+        e = a->kv_scale ? cudaMemcpy(scales, a->kv_scale, sizeof scales, cudaMemcpyDeviceToHost)
+                        : cudaErrorInvalidValue;
+    st->k_scale = scales[0];
+    st->v_scale = scales[1];
     fi_id *indptr_h = NULL;
     if (e == cudaSuccess) e = fi_tables_setup(st, p, &indptr_h);
     if (e == cudaSuccess) e = fi_plan_any(st, p, indptr_h);
@@ -549,19 +585,19 @@ static fi::paged_kv_t<T, fi_id> fi_paged_kv(const fi_state_t *st, const attn_arg
 }
 
 /* BatchDecodeWithPagedKVCacheRun's body for one element type and head dim. */
-template <typename T, int D>
+template <typename TQ, typename TKV, int D>
 static cudaError_t fi_run_cuda_core(const fi_state_t *st, const attn_args_t *a, cudaStream_t stream)
 {
     const problem_t *p = &a->problem;
     const fi::DecodePlanInfo &plan = st->decode_plan;
-    fi_decode_params<T> params;
-    params.q = static_cast<T *>(const_cast<void *>(a->q));
-    params.paged_kv = fi_paged_kv<T>(st, a, D);
-    params.o = static_cast<T *>(a->out);
+    fi_decode_params<TQ, TKV> params;
+    params.q = static_cast<TQ *>(const_cast<void *>(a->q));
+    params.paged_kv = fi_paged_kv<TKV>(st, a, D);
+    params.o = static_cast<TQ *>(a->out);
     params.lse = nullptr;
     params.maybe_alibi_slopes = nullptr;
     params.logits_soft_cap = 0.0;
-    params.sm_scale = problem_scale(p);
+    params.sm_scale = problem_scale(p) * st->k_scale;
     params.rope_rcp_scale = 1.0;
     params.rope_rcp_theta = 1e-4;
     params.num_qo_heads = (uint32_t)p->heads;
@@ -575,10 +611,10 @@ static cudaError_t fi_run_cuda_core(const fi_state_t *st, const attn_args_t *a, 
     params.kv_chunk_size_ptr = fi::GetPtrFromBaseOffset<fi_id>(st->int_ws, plan.kv_chunk_size_ptr_offset);
     params.block_valid_mask = nullptr;
     params.partition_kv = false;
-    T *tmp_v = nullptr;
+    TQ *tmp_v = nullptr;
     float *tmp_s = nullptr;
     if (plan.split_kv) {
-        tmp_v = fi::GetPtrFromBaseOffset<T>(st->float_ws, plan.v_offset);
+        tmp_v = fi::GetPtrFromBaseOffset<TQ>(st->float_ws, plan.v_offset);
         tmp_s = fi::GetPtrFromBaseOffset<float>(st->float_ws, plan.s_offset);
         if (plan.enable_cuda_graph)
             params.block_valid_mask = fi::GetPtrFromBaseOffset<bool>(st->int_ws, plan.block_valid_mask_offset);
@@ -590,11 +626,11 @@ static cudaError_t fi_run_cuda_core(const fi_state_t *st, const attn_args_t *a, 
 
 /* One launch of the FA2 kernel at the plan's CTA_TILE_Q (16 or 64: fi_unsupported rules
  * out 128) and mask mode MASK. */
-template <typename T, int D, fi::MaskMode MASK>
-static cudaError_t fi_prefill_dispatch(const fi::PrefillPlanInfo &plan, fi_prefill_params<T> &params, T *tmp_v,
+template <typename TQ, typename TKV, int D, fi::MaskMode MASK>
+static cudaError_t fi_prefill_dispatch(const fi::PrefillPlanInfo &plan, fi_prefill_params<TQ, TKV> &params, TQ *tmp_v,
                                        float *tmp_s, bool pdl, cudaStream_t stream)
 {
-    typedef fi_prefill_params<T> Params;
+    typedef fi_prefill_params<TQ, TKV> Params;
     const fi::PosEncodingMode rope = fi::PosEncodingMode::kNone;
     switch (plan.cta_tile_q) {
     case 16:
@@ -611,25 +647,25 @@ static cudaError_t fi_prefill_dispatch(const fi::PrefillPlanInfo &plan, fi_prefi
 
 /* BatchPrefillWithPagedKVCacheRun's body (K and V strides equal): mask kNone for one
  * query row per request, kCausal for q_len rows. */
-template <typename T, int D>
+template <typename TQ, typename TKV, int D>
 static cudaError_t fi_run_tensor_core(const fi_state_t *st, const attn_args_t *a, cudaStream_t stream)
 {
     const problem_t *p = &a->problem;
     const fi::PrefillPlanInfo &plan = st->prefill_plan;
     /* value-initialised: the optional tensors the fa2 module passes as None (custom mask,
      * prefix lengths, item positions, NVFP4 scale factors) are null, their strides 0 */
-    fi_prefill_params<T> params = fi_prefill_params<T>();
-    params.q = static_cast<T *>(const_cast<void *>(a->q));
-    params.paged_kv = fi_paged_kv<T>(st, a, D);
+    fi_prefill_params<TQ, TKV> params = fi_prefill_params<TQ, TKV>();
+    params.q = static_cast<TQ *>(const_cast<void *>(a->q));
+    params.paged_kv = fi_paged_kv<TKV>(st, a, D);
     params.q_indptr = st->qo_indptr;
-    params.o = static_cast<T *>(a->out);
+    params.o = static_cast<TQ *>(a->out);
     params.num_qo_heads = (uint32_t)p->heads;
     params.group_size = fi::uint_fastdiv((uint32_t)problem_group(p));
     params.q_stride_n = p->heads * D;
     params.q_stride_h = D;
     params.window_left = -1;
     params.logits_soft_cap = 0.0;
-    params.sm_scale = problem_scale(p);
+    params.sm_scale = problem_scale(p) * st->k_scale;
     params.rope_rcp_scale = 1.0;
     params.rope_rcp_theta = 1e-4;
     params.request_indices = fi::GetPtrFromBaseOffset<fi_id>(st->int_ws, plan.request_indices_offset);
@@ -637,11 +673,11 @@ static cudaError_t fi_run_tensor_core(const fi_state_t *st, const attn_args_t *a
     params.kv_tile_indices = fi::GetPtrFromBaseOffset<fi_id>(st->int_ws, plan.kv_tile_indices_offset);
     params.o_indptr = fi::GetPtrFromBaseOffset<fi_id>(st->int_ws, plan.o_indptr_offset);
     params.kv_chunk_size_ptr = fi::GetPtrFromBaseOffset<fi_id>(st->int_ws, plan.kv_chunk_size_ptr_offset);
-    T *tmp_v = nullptr;
+    TQ *tmp_v = nullptr;
     float *tmp_s = nullptr;
     if (plan.split_kv) {
         params.merge_indptr = fi::GetPtrFromBaseOffset<fi_id>(st->int_ws, plan.merge_indptr_offset);
-        tmp_v = fi::GetPtrFromBaseOffset<T>(st->float_ws, plan.v_offset);
+        tmp_v = fi::GetPtrFromBaseOffset<TQ>(st->float_ws, plan.v_offset);
         tmp_s = fi::GetPtrFromBaseOffset<float>(st->float_ws, plan.s_offset);
     }
     params.padded_batch_size = (uint32_t)plan.padded_batch_size;
@@ -651,14 +687,38 @@ static cudaError_t fi_run_tensor_core(const fi_state_t *st, const attn_args_t *a
         params.total_num_rows = fi::GetPtrFromBaseOffset<uint32_t>(st->int_ws, plan.total_num_rows_offset);
     }
     if (p->q_len > 1)
-        return fi_prefill_dispatch<T, D, fi::MaskMode::kCausal>(plan, params, tmp_v, tmp_s, st->pdl, stream);
-    return fi_prefill_dispatch<T, D, fi::MaskMode::kNone>(plan, params, tmp_v, tmp_s, st->pdl, stream);
+        return fi_prefill_dispatch<TQ, TKV, D, fi::MaskMode::kCausal>(plan, params, tmp_v, tmp_s, st->pdl, stream);
+    return fi_prefill_dispatch<TQ, TKV, D, fi::MaskMode::kNone>(plan, params, tmp_v, tmp_s, st->pdl, stream);
 }
 
-template <typename T, int D>
+/* The wrapper's `out *= v_scale` after the kernel (decode.py: FlashInfer's kernels take
+ * k_scale in sm_scale and no V scale): one elementwise pass in float, as torch's. */
+template <typename T>
+__global__ void fi_scale_out_kernel(T *out, int64_t n, float scale)
+{
+    const int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) out[i] = T(static_cast<float>(out[i]) * scale);
+}
+
+template <typename T>
+static cudaError_t fi_scale_out(const fi_state_t *st, const attn_args_t *a, cudaStream_t stream)
+{
+    const problem_t *p = &a->problem;
+    const int64_t n = (int64_t)problem_streams(p) * p->heads * p->head_dim;
+    const int threads = 256;
+    fi_scale_out_kernel<T><<<(unsigned)((n + threads - 1) / threads), threads, 0, stream>>>(
+        static_cast<T *>(a->out), n, st->v_scale);
+    return cudaGetLastError();
+}
+
+/* The decode, then for an e4m3 cache the wrapper's `out *= v_scale`. */
+template <typename TQ, typename TKV, int D>
 static cudaError_t fi_run_td(const fi_state_t *st, const attn_args_t *a, cudaStream_t stream)
 {
-    return st->tensor_core ? fi_run_tensor_core<T, D>(st, a, stream) : fi_run_cuda_core<T, D>(st, a, stream);
+    cudaError_t e = st->tensor_core ? fi_run_tensor_core<TQ, TKV, D>(st, a, stream)
+                                    : fi_run_cuda_core<TQ, TKV, D>(st, a, stream);
+    if (e == cudaSuccess && sizeof(TKV) == 1) e = fi_scale_out<TQ>(st, a, stream);
+    return e;
 }
 
 static cudaError_t fi_launch(attn_args_t *a, cudaStream_t stream)
@@ -670,10 +730,14 @@ static cudaError_t fi_launch(attn_args_t *a, cudaStream_t stream)
     }
     const problem_t *p = &a->problem;
     try {
+        if (p->kv_quant == KV_QUANT_FP8)
+            return p->dtype == DTYPE_FP16 ? fi_run_td<half, fi_e4m3, 128>(st, a, stream)
+                                          : fi_run_td<nv_bfloat16, fi_e4m3, 128>(st, a, stream);
         if (p->dtype == DTYPE_FP16)
-            return p->head_dim == 64 ? fi_run_td<half, 64>(st, a, stream) : fi_run_td<half, 128>(st, a, stream);
-        return p->head_dim == 64 ? fi_run_td<nv_bfloat16, 64>(st, a, stream)
-                                 : fi_run_td<nv_bfloat16, 128>(st, a, stream);
+            return p->head_dim == 64 ? fi_run_td<half, half, 64>(st, a, stream)
+                                     : fi_run_td<half, half, 128>(st, a, stream);
+        return p->head_dim == 64 ? fi_run_td<nv_bfloat16, nv_bfloat16, 64>(st, a, stream)
+                                 : fi_run_td<nv_bfloat16, nv_bfloat16, 128>(st, a, stream);
     } catch (const std::exception &ex) {
         fprintf(stderr, "flashinfer: run: %s\n", ex.what());
         return cudaErrorUnknown;
@@ -686,8 +750,9 @@ extern "C" const attn_kernel_t kernel_flashinfer = {
     "--q-len > 1 on its causal batch prefill",
     "paged (its page table is our block table) and contiguous (a page table over each stream's region); "
     "fp16, bf16; d 64, 128; p in 1,2,3,4,6,8,16 on CUDA cores, other p up to 64 on tensor cores; "
-    "--q-len n with n*p up to 64 (causal prefill); "
-    "no indirection; its own split-KV (--multi-block auto)",
+    "--q-len n with n*p up to 64 (causal prefill); no indirection; its own split-KV "
+    "(--multi-block auto); e4m3 cache (--kv-dtype fp8 --kv-scale tensor) at d 128, fp16 or bf16 "
+    "queries; no int8",
     fi_unsupported,
     fi_layout,
     fi_plan,

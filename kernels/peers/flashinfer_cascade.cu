@@ -341,7 +341,7 @@ extern "C" const attn_kernel_t kernel_flashinfer_cascade = {
     "FlashInfer's two-level cascade: Hopper (FA3) batch prefill over the shared context pages "
     "(W streams as W queries), the same over each stream's own pages, MergeStateInPlace",
     "paged cache with shared context blocks (ctx >= block size); fp16, bf16; head_dim 64, 128; "
-    "no indirection, no split-KV; sm_90a",
+    "no indirection, no split-KV, no 8-bit cache; sm_90a",
     fic_unsupported,
     fic_layout,
     fic_plan,

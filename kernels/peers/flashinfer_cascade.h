@@ -83,6 +83,8 @@ static inline const char *fic_unsupported(const problem_t *p)
         return "FlashInfer's cascade reads each stream's own pages: no cache indirection (--indirection)";
     if (p->dtype == DTYPE_FP32)
         return "FlashInfer's Hopper (FA3) prefill takes fp16 or bf16 (--dtype fp32)";
+    if (p->kv_quant != KV_QUANT_NONE)
+        return "built here for a cache in the query dtype: no 8-bit cache (--kv-dtype fp8|int8)";
     if (p->head_dim != 64 && p->head_dim != 128)
         return "built for head_dim 64 and 128 (FlashInfer's Hopper prefill also has 256, not instantiated here)";
     if (p->multi_block == MULTI_BLOCK_ON || p->splits > 0)

@@ -14,7 +14,12 @@
  *     row offset s*2*g*L + 64*p, with stride_head = L*d; XQA reads no key past L, so
  *     the last page of a sequence may end inside the next head's rows.
  * Every stream is one XQA sequence (FlashInfer builds it with BEAM_WIDTH 1), so a
- * shared context's blocks are read by each stream that points at them. */
+ * shared context's blocks are read by each stream that points at them.
+ *
+ * An e4m3 cache (--kv-dtype fp8) is the same pools of 1-byte codes. XQA takes one
+ * kv_cache_scale for K and V: it multiplies q.k by q_scale * kv_cache_scale / sqrt(d) and
+ * the output by kv_cache_scale. So kv_cache_scale is V's scale and q_scale carries K's
+ * over V's, as a caller of FlashInfer's xqa() with two scales would pass them. */
 #include "../registry.h"
 
 #define XQA_PACKAGE "FlashInfer 0.7.2"
@@ -32,17 +37,31 @@ extern "C" const attn_kernel_t kernel_xqa;
 /* cudaMalloc hands out memory in pages of up to this size: private_bytes rounds to it. */
 #define XQA_ALLOC_GRANULE ((size_t)2 << 20)
 
-#define XQA_LIST_ENTRY(type, fp16, group) &xqa_##type##_g##group,
+#define XQA_LIST_ENTRY(name, fp16, e4m3, group) &xqa_##name,
 static const xqa_instance_t *const xqa_instances[] = {XQA_INSTANCES(XQA_LIST_ENTRY)};
 #undef XQA_LIST_ENTRY
 
 static const xqa_instance_t *xqa_find(const problem_t *p)
 {
     if (p->head_dim != XQA_HEAD_DIM || (p->dtype != DTYPE_FP16 && p->dtype != DTYPE_BF16)) return NULL;
-    const int fp16 = p->dtype == DTYPE_FP16;
+    if (p->kv_quant == KV_QUANT_INT8) return NULL;
+    const int fp16 = p->dtype == DTYPE_FP16, e4m3 = p->kv_quant == KV_QUANT_FP8;
     for (size_t i = 0; i < sizeof xqa_instances / sizeof xqa_instances[0]; ++i)
-        if (xqa_instances[i]->fp16 == fp16 && xqa_instances[i]->group == problem_group(p))
+        if (xqa_instances[i]->fp16 == fp16 && xqa_instances[i]->e4m3 == e4m3 &&
+            xqa_instances[i]->group == problem_group(p))
             return xqa_instances[i];
+    return NULL;
+}
+
+/* Why an 8-bit cache has no XQA configuration here, or NULL. */
+static const char *xqa_kv8_unsupported(const problem_t *p)
+{
+    if (p->kv_quant == KV_QUANT_INT8)
+        return "XQA's int8 cache (CACHE_ELEM_ENUM 1) is not built here: --kv-dtype fp8 or 16-bit";
+    if (p->kv_quant == KV_QUANT_FP8 && p->kv_scale == KV_SCALE_HEAD)
+        return "XQA takes one scale per tensor (kv_cache_scale), none per kv head: --kv-scale tensor";
+    if (p->kv_quant == KV_QUANT_FP8 && !xqa_find(p))
+        return "XQA's e4m3-cache builds here: fp16 queries, d 128, h/g 4 or 32";
     return NULL;
 }
 
@@ -77,6 +96,8 @@ static const char *xqa_unsupported(const problem_t *p)
         return "XQA takes fp16 or bf16 queries and cache (FlashInfer builds no fp32 module)";
     if (p->head_dim != XQA_HEAD_DIM)
         return "XQA is compiled per head size; this build has head_dim 128 only";
+    const char *kv8 = xqa_kv8_unsupported(p);
+    if (kv8) return kv8;
     if (!xqa_find(p))
         return "XQA is compiled per group size; this build has h/g = 1, 2, 4, 8, 16 or 32";
     if (p->indirection)
@@ -182,6 +203,7 @@ typedef struct xqa_state {
     const int32_t *pages;      /* ours (a->block_table) or into tables */
     const uint32_t *seq_lens;  /* into tables */
     uint64_t stride_page, stride_head, v_offset; /* elements; V pool = K pool + v_offset */
+    float k_scale, v_scale;    /* an e4m3 cache's (a->kv_scale), else 1 */
 } xqa_state_t;
 
 static void xqa_state_free(xqa_state_t *st)
@@ -241,6 +263,13 @@ static cudaError_t xqa_setup(attn_args_t *a)
     st->inst = inst;
     xqa_strides(p, st);
     cudaError_t e = inst->setup(&st->smem_bytes);
+    /* the scales our kernels read: K's then V's, one each (--kv-scale tensor) */
+    float scales[2] = {1.f, 1.f};
+    if (e == cudaSuccess && p->kv_quant != KV_QUANT_NONE)
+        e = a->kv_scale ? cudaMemcpy(scales, a->kv_scale, sizeof scales, cudaMemcpyDeviceToHost)
+                        : cudaErrorInvalidValue;
+    st->k_scale = scales[0];
+    st->v_scale = scales[1];
 
     /* a block table read back to split its blocks into pages (outside timing) */
     int32_t *blocks = NULL;
@@ -279,7 +308,7 @@ static cudaError_t xqa_launch(attn_args_t *a, cudaStream_t stream)
     const problem_t *p = &a->problem;
     const int sub = a->plan.split.splits > 1 ? a->plan.split.splits : 1;
     if (sub > 1 && !a->workspace) return cudaErrorInvalidValue;
-    const size_t es = dtype_size(p->dtype);
+    const size_t es = dtype_size(problem_kv_dtype(p));
     xqa_launch_args_t x;
     x.out = a->out;
     x.q = a->q;
@@ -291,9 +320,10 @@ static cudaError_t xqa_launch(attn_args_t *a, cudaStream_t stream)
     x.batch = (uint32_t)problem_streams(p);
     x.kv_heads = (uint32_t)p->kv_heads;
     x.sub_seqs = (uint32_t)sub;
-    /* XQA multiplies q.k by q_scale / sqrt(d); FlashInfer passes
-     * bmm1_scale * sqrt(d), 1 / q_scaling here */
-    x.q_scale = (float)(problem_scale(p) * sqrt((double)p->head_dim));
+    /* XQA multiplies q.k by q_scale / sqrt(d) (times kv_scale for an e4m3 cache);
+     * FlashInfer passes bmm1_scale * sqrt(d), 1 / q_scaling here */
+    x.q_scale = (float)(problem_scale(p) * sqrt((double)p->head_dim) * st->k_scale / st->v_scale);
+    x.kv_scale = st->v_scale;
     x.stride_page = st->stride_page;
     x.stride_token = (uint64_t)p->head_dim;
     x.stride_head = st->stride_head;
@@ -315,7 +345,8 @@ extern "C" const attn_kernel_t kernel_xqa = {
     "TensorRT-LLM's XQA decode kernel (" XQA_PACKAGE "'s mha.cu): warp-specialized MQA/GQA "
     "on tensor cores, multi-block",
     "contiguous (through a page table over it), paged with 64- or 128-token blocks; fp16, bf16; "
-    "d 128; h/g 1, 2, 4, 8, 16, 32; --multi-block off|on|auto, --splits N",
+    "d 128; h/g 1, 2, 4, 8, 16, 32; --multi-block off|on|auto, --splits N; "
+    "e4m3 cache (--kv-dtype fp8 --kv-scale tensor) with fp16 queries at h/g 4, 32; no int8",
     xqa_unsupported,
     xqa_layout,
     xqa_plan,

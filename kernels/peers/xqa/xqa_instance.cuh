@@ -1,10 +1,13 @@
 /* One XQA configuration, compiled from FlashInfer's copy of TensorRT-LLM's mha.cu.
  * The file that includes this defines XQA_TYPE (fp16 or bf16), INPUT_FP16 and
- * HEAD_GRP_SIZE; the other macros are the ones FlashInfer's JIT passes for a decode
- * module with a cache of the input type (flashinfer/jit/xqa.py: -DNDEBUG=1
- * -DBEAM_WIDTH=1 -DUSE_INPUT_KV=0 -DUSE_CUSTOM_BARRIER=1, no sliding window, no
- * speculative decoding, output in the input type). On Hopper FlashInfer runs this
- * kernel (mha.cu) for 16-bit caches; its mha_sm90.cu serves fp8 caches only.
+ * HEAD_GRP_SIZE, and XQA_CACHE_E4M3 1 for an e4m3 cache (else the cache is of the input
+ * type); the other macros are the ones FlashInfer's JIT passes for a decode module
+ * (flashinfer/jit/xqa.py: -DNDEBUG=1 -DBEAM_WIDTH=1 -DUSE_INPUT_KV=0
+ * -DUSE_CUSTOM_BARRIER=1, no sliding window, no speculative decoding, output in the
+ * input type). On Hopper FlashInfer runs this kernel (mha.cu) for 16-bit caches and its
+ * mha_sm90.cu for e4m3 ones; the e4m3 configurations here are mha.cu's, TensorRT-LLM's
+ * generic XQA kernel on an e4m3 cache (docs/peers-xqa.md says what that means for the
+ * comparison).
  *
  * Several configurations share one binary: each is its own translation unit (device
  * code is per unit without relocatable device code), and the two launch functions of
@@ -23,7 +26,12 @@
 #define USE_CUSTOM_BARRIER 1
 #define HEAD_ELEMS XQA_HEAD_DIM
 #define TOKENS_PER_PAGE XQA_PAGE_TOKENS
+#if XQA_CACHE_E4M3
+#define CACHE_ELEM_ENUM 2
+#else
+#define XQA_CACHE_E4M3 0
 #define CACHE_ELEM_ENUM 0
+#endif
 #define SLIDING_WINDOW 0
 #define LOW_PREC_OUTPUT 0
 #define SPEC_DEC 0
@@ -50,7 +58,11 @@
 
 #define XQA_PASTE2(a, b) a##b
 #define XQA_PASTE(a, b) XQA_PASTE2(a, b)
+#if XQA_CACHE_E4M3
+#define XQA_ID(prefix) XQA_PASTE(XQA_PASTE(XQA_PASTE(prefix, XQA_TYPE), _e4m3_g), HEAD_GRP_SIZE)
+#else
 #define XQA_ID(prefix) XQA_PASTE(XQA_PASTE(XQA_PASTE(prefix, XQA_TYPE), _g), HEAD_GRP_SIZE)
+#endif
 
 /* mha.cu sizes its kernel's shared memory in a static initializer (hostSmemSize =
  * configureKernel()), which would create a CUDA context when the program loads, before
@@ -106,11 +118,10 @@ static cudaError_t xqa_launch(const xqa_launch_args_t *a, cudaStream_t stream)
     uint32_t const stride_head_in_heads = static_cast<uint32_t>(a->stride_head / container_elems_per_head);
     float const *const no_scale_ptr = nullptr;  /* q and kv scales are the floats */
     float const *const no_sinks = nullptr;
-    float const kv_cache_scale = 1.f;           /* a 16-bit cache is not quantized */
     cudaError_t e = cudaLaunchKernelEx(&launchCfg, kernel_mha, a->kv_heads, a->q_scale, no_scale_ptr,
                                        static_cast<OutputHead *>(a->out),
                                        static_cast<InputHead const *>(a->q), no_sinks, cacheList,
-                                       a->batch, kv_cache_scale, no_scale_ptr, stride_page_in_heads,
+                                       a->batch, a->kv_scale, no_scale_ptr, stride_page_in_heads,
                                        stride_token_in_heads, stride_head_in_heads, a->semaphores,
                                        a->scratch);
     return e;
@@ -127,5 +138,5 @@ static size_t xqa_scratch_bytes(size_t sub_seq_ctas)
            sub_seq_ctas * sizeof(ScratchSlices);
 }
 
-const xqa_instance_t XQA_ID(xqa_) = {INPUT_FP16, HEAD_GRP_SIZE, xqa_setup, xqa_launch,
+const xqa_instance_t XQA_ID(xqa_) = {INPUT_FP16, XQA_CACHE_E4M3, HEAD_GRP_SIZE, xqa_setup, xqa_launch,
                                      xqa_scratch_bytes};
