@@ -19,7 +19,7 @@ enum {
     FILL_KV_DECODED = 1,   /* bifurcated decoded part */
 };
 
-/* q [B*W, h, d] with logical_q(seed, ...) in p->dtype. */
+/* q [B*W, h, d] with logical_q(seed, ...) in p->dtype (--scores peaked: logical_q_peaked). */
 cudaError_t fill_q(void *q, const problem_t *p, uint64_t seed, cudaStream_t s);
 
 /* `elements` elements of one KV tensor, stored as dtype t (the problem's KV dtype; an

@@ -92,6 +92,12 @@ void grid_default(grid_t *g)
     g->model = p.model;
     g->layers = p.layers;
     g->tp = p.tp;
+    g->scores = p.scores;
+    g->sink_logit = p.sink_logit;
+    g->heavy_logit = p.heavy_logit;
+    g->recent_logit = p.recent_logit;
+    g->share_fraction = p.share_fraction;
+    g->share_map = p.share_map;
 }
 
 /* The axes in expansion order, outermost first (see grid.h). */
@@ -151,6 +157,12 @@ static void point_at(const grid_t *g, const int *idx, problem_t *p)
     p->layers = g->layers;
     p->tp = g->tp;
     p->model = g->model;
+    p->scores = g->scores;
+    p->sink_logit = g->sink_logit;
+    p->heavy_logit = g->heavy_logit;
+    p->recent_logit = g->recent_logit;
+    p->share_fraction = g->share_fraction;
+    p->share_map = g->share_map;
 }
 
 /* Odometer step, innermost axis fastest. An inner axis's size may depend on outer
@@ -275,4 +287,10 @@ void grid_override(grid_t *dst, const grid_t *src, unsigned fields)
     if (fields & GRID_FIELD_MODEL) dst->model = src->model;
     if (fields & GRID_FIELD_LAYERS) dst->layers = src->layers;
     if (fields & GRID_FIELD_TP) dst->tp = src->tp;
+    if (fields & GRID_FIELD_SCORES) dst->scores = src->scores;
+    if (fields & GRID_FIELD_SINK_LOGIT) dst->sink_logit = src->sink_logit;
+    if (fields & GRID_FIELD_HEAVY_LOGIT) dst->heavy_logit = src->heavy_logit;
+    if (fields & GRID_FIELD_RECENT_LOGIT) dst->recent_logit = src->recent_logit;
+    if (fields & GRID_FIELD_SHARE_FRACTION) dst->share_fraction = src->share_fraction;
+    if (fields & GRID_FIELD_SHARE_MAP) dst->share_map = src->share_map;
 }

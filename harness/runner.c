@@ -14,6 +14,7 @@
 #include "../problem/presets.h"
 #include "../problem/logical_data.h"
 #include "../problem/kv_quant.h"
+#include "../problem/share_map.h"
 #include "verify.h"
 #include "../reference/reference.h"
 
@@ -102,6 +103,14 @@ static void row_args(const problem_t *p, const attn_kernel_t *k, const timing_op
         MORE(" --q-scaling %s", q);
     }
     if (p->tp > 1) MORE(" --tp %d", p->tp);
+    if (p->scores == SCORES_PEAKED)
+        MORE(" --scores peaked --sink-logit %.17g --heavy-logit %.17g --recent-logit %.17g", p->sink_logit,
+             p->heavy_logit, p->recent_logit);
+    if (k->approx == ATTN_APPROX_SHARE && p->share_map) {
+        MORE(" --share-map %s --share-layer %d", p->share_map->path, p->share_map->layer);
+    } else if (k->approx == ATTN_APPROX_SHARE) {
+        MORE(" --share-fraction %.17g", p->share_fraction);
+    }
     if (t->hot) MORE(" --hot");
     if (t->graph) MORE(" --graph");
 #undef MORE
@@ -136,6 +145,7 @@ void runner_describe_unplanned(const char *gpu, const timing_opts_t *timing, con
     row->tp = p->tp;
     row_args(p, k, timing, row->args, sizeof row->args);
     snprintf(row->kv_dtype, sizeof row->kv_dtype, "%s", dtype_name(problem_kv_dtype(p)));
+    if (k->approx == ATTN_APPROX_SHARE) row->kept = (double)problem_share_essential(p) / p->heads;
 }
 
 /* The row's configuration columns and the plan they record; returns the kernel the
@@ -208,12 +218,14 @@ typedef struct checked_rows {
     long n;
     long *at;
     double *want;
+    double *exact;   /* an approximating kernel's: exact attention's values of the same rows */
 } checked_rows_t;
 
 static void checked_rows_free(checked_rows_t *c)
 {
     free(c->at);
     free(c->want);
+    free(c->exact);
     memset(c, 0, sizeof *c);
 }
 
@@ -315,6 +327,33 @@ fail:
     return -1;
 }
 
+/* An approximating kernel's rows also get exact attention's reference, for approx_err.
+ * reference_rows leaves at[] in the order it sorted it to, which sorting again keeps. */
+static int checked_rows_exact(const ref_source_t *src, checked_rows_t *c)
+{
+    if (!src->share_to) return 0;
+    ref_source_t exact = *src;
+    exact.share_to = NULL;
+    c->exact = malloc((size_t)(c->n > 0 ? c->n : 1) * src->p->head_dim * sizeof *c->exact);
+    if (!c->exact) return -1;
+    return reference_rows(&exact, c->at, 0, c->n, c->exact);
+}
+
+/* [h]: the head whose weights head i uses under the kernel's approximation; NULL for
+ * an exact kernel (or out of memory, which *failed tells). */
+static int *approx_share_to(const problem_t *p, const attn_kernel_t *run, int *failed)
+{
+    *failed = 0;
+    if (run->approx != ATTN_APPROX_SHARE) return NULL;
+    int *to = malloc((size_t)p->heads * sizeof *to);
+    if (!to) {
+        *failed = 1;
+        return NULL;
+    }
+    for (int i = 0; i < p->heads; ++i) to[i] = problem_share_target(p, i);
+    return to;
+}
+
 /* Judges the output in out (device) against the checked rows and records it in row:
  * the worst of every judged launch stays (rel_err, max_abs_err), one failure makes
  * the row a mismatch, with a line on stderr naming the worst row. */
@@ -331,6 +370,13 @@ static cudaError_t judge_output(const problem_t *p, const void *out, const check
         verify_judge(got, rows, p->head_dim, c->at, c->want, c->n, tol, bound, &v);
         if (!(row->rel_err >= v.worst_rel)) row->rel_err = v.worst_rel;
         if (!(row->max_abs_err >= v.max_abs)) row->max_abs_err = v.max_abs;
+        if (c->exact) {
+            err_acc_t acc = {0};
+            for (long i = 0; i < c->n; ++i)
+                err_add(&acc, c->exact + (size_t)i * p->head_dim, got + (size_t)c->at[i] * p->head_dim, p->head_dim);
+            double approx = err_rel(&acc);
+            if (!(row->approx_err >= approx)) row->approx_err = approx;
+        }
         if (!v.ok) {
             char what[160];
             problem_describe(p, what, sizeof what);
@@ -505,8 +551,13 @@ void runner_row(runner_t *r, const problem_t *p, const attn_kernel_t *k, result_
         src.geom = a.geom;
         src.seed = seed;
         src.indirection = b.host_indirection;
-        if (checked_rows_make(&src, splitmix64(seed ^ 0x5eed), r->verify_budget_s, &checked) != 0)
+        int short_of_memory;
+        int *share_to = approx_share_to(p, run, &short_of_memory);
+        src.share_to = share_to;
+        if (short_of_memory || checked_rows_make(&src, splitmix64(seed ^ 0x5eed), r->verify_budget_s, &checked) != 0 ||
+            checked_rows_exact(&src, &checked) != 0)
             e = HOST_SHORT;
+        free(share_to);
         CK(judge_output(p, b.out, &checked, "first", row));
         CK(alloc(&b.last_out, m.out));
         last.copy = b.last_out;

@@ -21,6 +21,10 @@ typedef enum { ATTN_MHA, ATTN_GQA, ATTN_MQA } attn_type_t;
  * the kernel dequantises with one scale per tensor or per kv head, for K and for V. */
 typedef enum { KV_QUANT_NONE, KV_QUANT_FP8, KV_QUANT_INT8 } kv_quant_t;
 typedef enum { KV_SCALE_TENSOR, KV_SCALE_HEAD } kv_scale_t;
+/* --scores: the logical inputs' attention, flat (random q and K), or peaked as a trained
+ * model's is (logical_data.h: attention sinks, heavy hitters, a recent window). */
+typedef enum { SCORES_FLAT, SCORES_PEAKED } scores_t;
+struct share_map;
 
 /* ctx + gen stays below this many keys. */
 #define PROBLEM_KEYS_LIMIT (1 << 30)
@@ -49,6 +53,13 @@ typedef struct problem {
     int tp;               /* --tp: the heads split over this many GPUs (1: one GPU); a
                              kernel runs one share (tp_share), whose tp is 1 */
     const char *model;    /* preset name, NULL without one */
+    scores_t scores;      /* --scores */
+    double sink_logit, heavy_logit, recent_logit;   /* peaked: each class's logit boost */
+    /* Share-Attention (the `share` kernel; exact kernels ignore them): the fraction of
+     * heads that reuse an essential head's weights (a synthetic map, share_map.h), or the
+     * --share-map layer, which then decides. */
+    double share_fraction;
+    const struct share_map *share_map;
 } problem_t;
 
 /* The defaults of every option: the 7B model's attention, one request, one stream. */
@@ -71,6 +82,13 @@ const char *cache_name(cache_kind_t c);
 const char *multi_block_name(multi_block_t m);
 const char *attn_type_name(attn_type_t a);
 const char *kv_scale_name(kv_scale_t s);
+const char *scores_name(scores_t s);
+int scores_parse(const char *s, scores_t *out);
+/* The most a peaked class's logit boost may be at head dimension d and q_scaling: what
+ * the logical data can express (logical_data.h PEAK_CODE_MAX). */
+double peak_logit_max(int head_dim, double q_scaling);
+/* The key code (logical_data.h) of a peaked class of logit boost `logit`; 0 for flat scores. */
+int problem_peak_code(const problem_t *p, double logit);
 /* Name -> enum; return 0 on success, -1 for an unknown name. dtype_parse takes the
  * three query dtypes, kv_dtype_parse those and the two 8-bit ones. */
 int dtype_parse(const char *s, dtype_t *out);

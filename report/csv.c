@@ -38,7 +38,7 @@ static const col_desc_t cols[] = {
     S(ran), S(model), I(layers), S(args), D(sm_mhz, "%.0f"),
     D(peak_gbps, "%.0f"), D(peak_tflops, "%.0f"), D(pct_spec_bw, "%.2f"),
     D(workspace_bytes, "%.0f"), S(flags), I(device), S(kv_dtype),
-    I(tp), S(tp_us),
+    I(tp), S(tp_us), D(approx_err, "%.3e"), D(kept, "%.4f"),
 };
 #undef S
 #undef I
@@ -273,12 +273,22 @@ void csv_row_key(const result_row_t *r, char *buf, size_t len)
     /* --tp N: the whole step over N GPUs, another row than one GPU's */
     char tp[16] = "";
     if (r->tp > 1) snprintf(tp, sizeof tp, "|tp=%d", r->tp);
-    snprintf(buf, len, "%s|%s|%d|%d|%d|%d|%d|%d|%d|%s|%s|%d|%d|%s|%s|%s|%d|q%s|%s|%s%s%s",
+    /* the inputs' scores and an approximation's settings, where the args name them */
+    char approx[400] = "";
+    static const char *const approx_opts[] = {"--scores", "--sink-logit", "--heavy-logit", "--recent-logit",
+                                              "--share-fraction", "--share-map", "--share-layer"};
+    for (size_t i = 0; i < sizeof approx_opts / sizeof approx_opts[0]; ++i) {
+        char v[300];
+        size_t n = strlen(approx);
+        if (args_has(r, approx_opts[i], v, sizeof v) && n < sizeof approx)
+            snprintf(approx + n, sizeof approx - n, "|%s=%s", approx_opts[i] + 2, v);
+    }
+    snprintf(buf, len, "%s|%s|%d|%d|%d|%d|%d|%d|%d|%s|%s|%d|%d|%s|%s|%s|%d|q%s|%s|%s%s%s%s",
              r->gpu, r->kernel, r->batch, r->beam, r->heads, r->kv_heads, r->head_dim,
              r->ctx, r->gen, r->dtype, r->cache, r->block_size, r->indirection,
              r->multi_block, splits, r->model, r->layers, qs,
              args_has(r, "--hot", NULL, 0) ? "hot" : "flushed",
-             args_has(r, "--graph", NULL, 0) ? "graph" : "launches", kv, tp);
+             args_has(r, "--graph", NULL, 0) ? "graph" : "launches", kv, tp, approx);
 }
 
 int csv_add_kv_dtype(csv_table_t *t, char *msg, size_t len)
@@ -560,6 +570,17 @@ static int check_row(const csv_table_t *t, int row, char *what, size_t len)
         snprintf(what, len, "column tp_us: '%.40s' is not %ld times joined by ';' (tp %ld)", tpu,
                  tp == 1 ? 0 : tp, tp);
         return -1;
+    }
+    /* kept, the last column: empty, or a fraction written with four decimals, so that a
+     * row torn inside it reads as torn */
+    const char *kept = csv_cell(t, row, "kept");
+    if (kept && *kept) {
+        double k;
+        const char *dot = strchr(kept, '.');
+        if (csv_parse_double(kept, &k) != 0 || !(k >= 0 && k <= 1) || !dot || strlen(dot + 1) != 4) {
+            snprintf(what, len, "column kept: '%.40s' is not a fraction from 0 to 1 with four decimals", kept);
+            return -1;
+        }
     }
     /* an ok row measured a time: each of its times a finite positive number */
     static const char *const times[] = { "median_us", "p10_us", "p90_us", "min_us", "max_us" };

@@ -37,11 +37,14 @@ typedef struct result_row {
     int tp;            /* --tp: the GPUs the heads were split over; 1 on one GPU */
     char tp_us[96];    /* --tp: each GPU's median_us, in GPU order, joined by ';' (median_us
                           is their max); empty on one GPU */
+    double approx_err; /* an approximating kernel (share): the relative L2 error of its output
+                          against exact attention on the same inputs; empty for exact kernels */
+    double kept;       /* share: the fraction of heads that are essential */
 } result_row_t;
 
 /* Every SPEC §6 column must be present in a file that is read; the appended ones
  * (ran, model, layers, args, sm_mhz, peak_gbps, peak_tflops, pct_spec_bw,
- * workspace_bytes, flags, device, kv_dtype, tp, tp_us) may be absent. */
+ * workspace_bytes, flags, device, kv_dtype, tp, tp_us, approx_err, kept) may be absent. */
 #define CSV_SPEC_COLUMNS 34
 extern const int csv_column_count;
 
@@ -100,7 +103,9 @@ int csv_append(csv_table_t *dst, const csv_table_t *src, char *msg, size_t len);
  * skips finished ones (sweep --resume). splits counts only when forced: when args is
  * empty or holds "--splits"; otherwise it is the planner's choice, a result rather
  * than configuration. An 8-bit cache adds its storage and its --kv-scale (absent:
- * tensor); a cache in the dtype adds nothing, so keys of earlier rows stay theirs. */
+ * tensor); a cache in the dtype adds nothing, so keys of earlier rows stay theirs.
+ * So do --scores peaked and its logits, --share-fraction, --share-map and --share-layer
+ * where the args hold them. */
 void csv_row_key(const result_row_t *r, char *buf, size_t len);
 /* The row's KV storage: its kv_dtype, else (a row of a file written before that column)
  * the --kv-dtype of its args, else its dtype. */
