@@ -524,8 +524,8 @@ static int apply_option(const opt_def_t *d, const char *arg, command_t mode, opt
     case OPT_SUITE:
         if (!*arg) FAIL("--suite needs a name or a path");
         if (mode == CMD_VERIFY && strcmp(arg, "quick") && strcmp(arg, "full") && strcmp(arg, "kvq") &&
-            strcmp(arg, "peers") && !strchr(arg, '/'))
-            FAIL("--suite for verify is quick, full, kvq, peers or a path (got '%s')", arg);
+            strcmp(arg, "peers") && strcmp(arg, "share") && !strchr(arg, '/'))
+            FAIL("--suite for verify is quick, full, kvq, peers, share or a path (got '%s')", arg);
         o->suite = arg;
         return 0;
     case OPT_RESUME: o->resume = true; return 0;

@@ -28,7 +28,7 @@ HD float quiet_nan(void)
 /* The peaked code of the keys at logical position pos (0: a flat key). */
 HD int kv_peak_code(const kv_geometry_t *g, uint64_t seed, int pos)
 {
-    if (!(g->peak_sink | g->peak_heavy | g->peak_recent)) return 0;
+    if (!g->peaked) return 0;
     if (pos < PEAK_SINKS) return g->peak_sink;
     if (pos >= g->ctx + g->gen - PEAK_RECENT) return g->peak_recent;
     if (pos < g->ctx && logical_heavy_hitter(seed, pos)) return g->peak_heavy;
@@ -41,7 +41,7 @@ HD float kv_ctx_logical(const kv_geometry_t *g, uint64_t seed, int request, int 
                         int pos, int x)
 {
     int b = which == 0 ? kv_peak_code(g, seed, pos) : 0;
-    float v = b ? logical_ctx_k_peaked(seed, g->kv_heads, g->ctx, g->head_dim, request, head, pos, x, b)
+    float v = which == 0 && g->peaked ? logical_ctx_k_peaked(seed, g->kv_heads, g->ctx, g->head_dim, request, head, pos, x, b)
                 : logical_ctx_kv(seed, g->kv_heads, g->ctx, g->head_dim, request, which, head, pos, x);
     return g->kv_quant ? v * kv_quant_amplitude(which, head) : v;
 }
@@ -49,7 +49,7 @@ HD float kv_dec_logical(const kv_geometry_t *g, uint64_t seed, int stream, int w
                         int pos, int x)
 {
     int b = which == 0 ? kv_peak_code(g, seed, g->ctx + pos) : 0;
-    float v = b ? logical_dec_k_peaked(seed, g->kv_heads, g->gen, g->head_dim, stream, head, pos, x, b)
+    float v = which == 0 && g->peaked ? logical_dec_k_peaked(seed, g->kv_heads, g->gen, g->head_dim, stream, head, pos, x, b)
                 : logical_dec_kv(seed, g->kv_heads, g->gen, g->head_dim, stream, which, head, pos, x);
     return g->kv_quant ? v * kv_quant_amplitude(which, head) : v;
 }

@@ -26,9 +26,9 @@ typedef struct kv_geometry {
     int max_blocks_per_seq;     /* paged block table row length */
     int kv_quant;               /* kv_quant_t: an 8-bit cache holds codes (kv_quant.h) */
     int kv_scale_per_head;      /* its scales: one per kv head (1) or per tensor (0) */
-    /* --scores peaked: the code of the keys of sinks, heavy hitters and the recent window
-     * (logical_data.h); all 0 for flat scores */
-    int peak_sink, peak_heavy, peak_recent;
+    /* --scores peaked (peaked 1): the code of the keys of sinks, heavy hitters and the
+     * recent window (logical_data.h); all 0 for flat scores */
+    int peaked, peak_sink, peak_heavy, peak_recent;
 } kv_geometry_t;
 
 /* which: 0 = K, 1 = V. */

@@ -33,7 +33,7 @@ static int key_index(const char *s, int limit)
 
 /* Checks one layer object and, when out is set, writes its map there. The head count is
  * the essential heads plus the shared ones; every index must lie below it. */
-static int layer_read(const cJSON *layer, const char *path, int index, share_map_t *out,
+static int layer_read(const cJSON *layer, const char *path, int index, share_map_t *out, int *heads_out,
                       char *msg, size_t len)
 {
     int *to = NULL;
@@ -79,6 +79,7 @@ static int layer_read(const cJSON *layer, const char *path, int index, share_map
     }
     for (int h = 0; h < heads; ++h)
         if (to[h] < 0) to[h] = -2 - to[h];
+    *heads_out = heads;
     if (out) {
         out->heads = heads;
         out->essential = n_ess;
@@ -138,8 +139,14 @@ int share_map_parse(const char *text, const char *path, int layer, share_map_t *
     }
     if (layers_of(root, path, &layers, &n, msg, len)) goto fail;
     if (layer < 0 || layer >= n) FAIL("--share-layer %d: %s holds layers 0..%d", layer, path, n - 1);
-    for (int i = 0; i < n; ++i)
-        if (layer_read(layers[i], path, i, i == layer ? m : NULL, msg, len)) goto fail;
+    int first_heads = 0;
+    for (int i = 0; i < n; ++i) {
+        int heads;
+        if (layer_read(layers[i], path, i, i == layer ? m : NULL, &heads, msg, len)) goto fail;
+        if (i == 0) first_heads = heads;
+        if (heads != first_heads)
+            FAIL("--share-map %s: layer %d has %d heads, layer 0 has %d", path, i, heads, first_heads);
+    }
     snprintf(m->path, sizeof m->path, "%s", path);
     m->layer = layer;
     m->layers = n;
