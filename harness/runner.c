@@ -339,19 +339,27 @@ static int checked_rows_exact(const ref_source_t *src, checked_rows_t *c)
     return reference_rows(&exact, c->at, 0, c->n, c->exact);
 }
 
-/* [h]: the head whose weights head i uses under the kernel's approximation; NULL for
- * an exact kernel (or out of memory, which *failed tells). */
-static int *approx_share_to(const problem_t *p, const attn_kernel_t *run, int *failed)
+/* The checked rows of a row run by `run` on inputs of this seed, with the reference of
+ * what run computes: exact attention, or its approximation (then exact attention's too). */
+static int checked_rows_for(const problem_t *p, const attn_kernel_t *run, const kv_geometry_t *geom,
+                            uint64_t seed, const int32_t *indirection, double budget_s, checked_rows_t *c)
 {
-    *failed = 0;
-    if (run->approx != ATTN_APPROX_SHARE) return NULL;
-    int *to = malloc((size_t)p->heads * sizeof *to);
-    if (!to) {
-        *failed = 1;
-        return NULL;
+    ref_source_t src = {0};
+    src.p = p;
+    src.geom = *geom;
+    src.seed = seed;
+    src.indirection = indirection;
+    int *share_to = NULL;
+    if (run->approx == ATTN_APPROX_SHARE) {
+        /* [h]: the head whose weights head i uses */
+        if (!(share_to = malloc((size_t)p->heads * sizeof *share_to))) return -1;
+        for (int i = 0; i < p->heads; ++i) share_to[i] = problem_share_target(p, i);
     }
-    for (int i = 0; i < p->heads; ++i) to[i] = problem_share_target(p, i);
-    return to;
+    src.share_to = share_to;
+    int rc = checked_rows_make(&src, splitmix64(seed ^ 0x5eed), budget_s, c) != 0 || checked_rows_exact(&src, c) != 0
+                 ? -1 : 0;
+    free(share_to);
+    return rc;
 }
 
 /* Judges the output in out (device) against the checked rows and records it in row:
@@ -546,18 +554,8 @@ void runner_row(runner_t *r, const problem_t *p, const attn_kernel_t *k, result_
     timer_last_t last_hooks = {poison_output, keep_output, &last};
     if (e == cudaSuccess && r->verify) {
         nvtx_push("verify");
-        ref_source_t src = {0};
-        src.p = p;
-        src.geom = a.geom;
-        src.seed = seed;
-        src.indirection = b.host_indirection;
-        int short_of_memory;
-        int *share_to = approx_share_to(p, run, &short_of_memory);
-        src.share_to = share_to;
-        if (short_of_memory || checked_rows_make(&src, splitmix64(seed ^ 0x5eed), r->verify_budget_s, &checked) != 0 ||
-            checked_rows_exact(&src, &checked) != 0)
+        if (checked_rows_for(p, run, &a.geom, seed, b.host_indirection, r->verify_budget_s, &checked) != 0)
             e = HOST_SHORT;
-        free(share_to);
         CK(judge_output(p, b.out, &checked, "first", row));
         CK(alloc(&b.last_out, m.out));
         last.copy = b.last_out;
