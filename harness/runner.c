@@ -77,6 +77,14 @@ static const attn_kernel_t *plan_for(const runner_t *r, const problem_t *p,
     return plan->runs;
 }
 
+/* The shortest text that reads back as the same double, into buf (32 bytes). */
+static const char *exact_text(double x, char *buf)
+{
+    snprintf(buf, 32, "%.15g", x);
+    if (strtod(buf, NULL) != x) snprintf(buf, 32, "%.17g", x);
+    return buf;
+}
+
 /* The options that rerun exactly this row with `attnbench run`: the problem's and
  * the timing settings that change what is measured (--hot, --graph). */
 static void row_args(const problem_t *p, const attn_kernel_t *k, const timing_opts_t *t,
@@ -95,21 +103,16 @@ static void row_args(const problem_t *p, const attn_kernel_t *k, const timing_op
     if (p->indirection) MORE(" --indirection");
     MORE(" --multi-block %s", multi_block_name(p->multi_block));
     if (p->splits) MORE(" --splits %d", p->splits);
-    if (p->q_scaling != 1.0) {
-        /* the shortest text that reads back as the same double */
-        char q[32];
-        snprintf(q, sizeof q, "%.15g", p->q_scaling);
-        if (strtod(q, NULL) != p->q_scaling) snprintf(q, sizeof q, "%.17g", p->q_scaling);
-        MORE(" --q-scaling %s", q);
-    }
+    char q[32], v[3][32];
+    if (p->q_scaling != 1.0) MORE(" --q-scaling %s", exact_text(p->q_scaling, q));
     if (p->tp > 1) MORE(" --tp %d", p->tp);
     if (p->scores == SCORES_PEAKED)
-        MORE(" --scores peaked --sink-logit %.17g --heavy-logit %.17g --recent-logit %.17g", p->sink_logit,
-             p->heavy_logit, p->recent_logit);
+        MORE(" --scores peaked --sink-logit %s --heavy-logit %s --recent-logit %s", exact_text(p->sink_logit, v[0]),
+             exact_text(p->heavy_logit, v[1]), exact_text(p->recent_logit, v[2]));
     if (k->approx == ATTN_APPROX_SHARE && p->share_map) {
         MORE(" --share-map %s --share-layer %d", p->share_map->path, p->share_map->layer);
     } else if (k->approx == ATTN_APPROX_SHARE) {
-        MORE(" --share-fraction %.17g", p->share_fraction);
+        MORE(" --share-fraction %s", exact_text(p->share_fraction, q));
     }
     if (t->hot) MORE(" --hot");
     if (t->graph) MORE(" --graph");
