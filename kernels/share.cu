@@ -96,6 +96,8 @@ __device__ __forceinline__ void ml_combine(float &m, float &l, float m2, float l
     m = M;
 }
 
+__device__ __forceinline__ int rk_of(const share_params &P, int head) { return P.rank[head]; }
+
 __device__ __forceinline__ int64_t row_offset(const share_params &P, int s, int which, int j, int t)
 {
     const kv_geometry_t g = P.geom;
@@ -109,8 +111,8 @@ __global__ void __launch_bounds__(SHARE_THREADS) share_logits_kernel(const share
     constexpr int VEC = 16 / sizeof(T);
     constexpr int WARPS = SHARE_THREADS / 32;
     const int split = blockIdx.x, s = blockIdx.z;
-    const int j = blockIdx.y / P.batches, first = j * P.group + (blockIdx.y % P.batches) * SHARE_HEADS;
-    const int nh = min(SHARE_HEADS, j * P.group + P.group - first);
+    const int j = blockIdx.y / P.batches, b = blockIdx.y % P.batches;
+    const int first = share_batch_first(j, b, P.group), nh = share_batch_count(b, P.group);
     int rk[SHARE_HEADS];
     unsigned mask = 0;
 #pragma unroll
@@ -151,7 +153,7 @@ __global__ void __launch_bounds__(SHARE_THREADS) share_logits_kernel(const share
             for (int e = 0; e < CPL * VEC; ++e) dot = fmaf(q[t][e], v[e], dot);
             for (int off = lpr / 2; off > 0; off /= 2) dot += __shfl_xor_sync(0xffffffffu, dot, off);
             if (valid && sub == 0) {
-                P.logits[((int64_t)s * P.essential + rk[t]) * P.keys + key] = dot;
+                P.logits[share_logit_at(s, P.essential, rk[t], P.keys, key)] = dot;
                 ml_combine(m[t], l[t], dot, 1.0f);
             }
         }
@@ -171,7 +173,7 @@ __global__ void __launch_bounds__(SHARE_THREADS) share_logits_kernel(const share
         const int t = threadIdx.x;
         float mm = -INFINITY, ll = 0.0f;
         for (int w = 0; w < WARPS; ++w) ml_combine(mm, ll, red[w][t].x, red[w][t].y);
-        P.stats[((int64_t)s * P.essential + P.rank[first + t]) * P.splits + split] = make_float2(mm, ll);
+        P.stats[share_stat_at(s, P.essential, rk_of(P, first + t), P.splits, split)] = make_float2(mm, ll);
     }
 }
 
@@ -181,8 +183,8 @@ __global__ void __launch_bounds__(SHARE_THREADS) share_values_kernel(const share
     constexpr int VEC = 16 / sizeof(T);
     constexpr int WARPS = SHARE_THREADS / 32;
     const int split = blockIdx.x, s = blockIdx.z;
-    const int j = blockIdx.y / P.batches, first = j * P.group + (blockIdx.y % P.batches) * SHARE_HEADS;
-    const int nh = min(SHARE_HEADS, j * P.group + P.group - first);
+    const int j = blockIdx.y / P.batches, b = blockIdx.y % P.batches;
+    const int first = share_batch_first(j, b, P.group), nh = share_batch_count(b, P.group);
 
     /* each head's essential head: the global maximum and 1 / sum over every split */
     __shared__ float row_max[SHARE_HEADS], row_inv[SHARE_HEADS];
@@ -193,7 +195,7 @@ __global__ void __launch_bounds__(SHARE_THREADS) share_values_kernel(const share
         int r = 0;
         if (t < nh) {
             r = P.rank[P.share_to[first + t]];
-            const float2 *st = P.stats + ((int64_t)s * P.essential + r) * P.splits;
+            const float2 *st = P.stats + share_stat_at(s, P.essential, r, P.splits, 0);
             for (int k = 0; k < P.splits; ++k) ml_combine(mm, ll, st[k].x, st[k].y);
         }
         row_max[t] = mm;
@@ -221,7 +223,7 @@ __global__ void __launch_bounds__(SHARE_THREADS) share_values_kernel(const share
 #pragma unroll
         for (int t = 0; t < SHARE_HEADS; ++t) {
             if (t >= nh) continue;
-            const float w = valid ? expf(P.logits[((int64_t)s * P.essential + row_rank[t]) * P.keys + key] -
+            const float w = valid ? expf(P.logits[share_logit_at(s, P.essential, row_rank[t], P.keys, key)] -
                                          row_max[t]) * row_inv[t]
                                   : 0.0f;
 #pragma unroll
@@ -251,7 +253,7 @@ __global__ void __launch_bounds__(SHARE_THREADS) share_values_kernel(const share
         float sum = 0.0f;
 #pragma unroll
         for (int w = 0; w < WARPS; ++w) sum += red[w][t][x];
-        P.partials[(((int64_t)split * P.streams + s) * P.heads + first + t) * P.d + x] = sum;
+        P.partials[share_partial_at(split, P.streams, s, P.heads, first + t, P.d, x)] = sum;
     }
 }
 

@@ -55,6 +55,28 @@ HD share_ws_t share_ws_layout(int streams, int heads, int essential, int keys, i
     return w;
 }
 
+/* The heads a CTA serves: batch b of kv head j's group, heads first .. first + count - 1. */
+HD int share_batch_first(int j, int b, int group) { return j * group + b * SHARE_HEADS; }
+HD int share_batch_count(int b, int group)
+{
+    int left = group - b * SHARE_HEADS;
+    return left < SHARE_HEADS ? left : SHARE_HEADS;
+}
+
+/* Element indices into the workspace's sections (floats; statistics in pairs). */
+HD int64_t share_logit_at(int stream, int essential, int rank, int keys, int key)
+{
+    return ((int64_t)stream * essential + rank) * keys + key;
+}
+HD int64_t share_stat_at(int stream, int essential, int rank, int splits, int split)
+{
+    return ((int64_t)stream * essential + rank) * splits + split;
+}
+HD int64_t share_partial_at(int split, int streams, int stream, int heads, int head, int d, int x)
+{
+    return (((int64_t)split * streams + stream) * heads + head) * d + x;
+}
+
 /* 16-byte vectors per row of d elements of `es` bytes, and how lanes cover them: lanes
  * per row (a power of two up to 32, at least the vectors where they fit) and vectors
  * per lane (1, or 2 for a row of 64 fp32 vectors). */

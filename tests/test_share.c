@@ -381,6 +381,134 @@ static void test_peaked_concentrates(void **state)
     if (!(err[0] > 0 && err[0] < err[1])) fail_msg("approx err peaked %.4f, flat %.4f", err[0], err[1]);
 }
 
+static void ml_add(float *m, float *l, float m2, float l2)
+{
+    float M = fmaxf(*m, m2);
+    if (M == -INFINITY) return;
+    *l = *l * expf(*m - M) + l2 * expf(m2 - M);
+    *m = M;
+}
+
+/* The share kernel's three launches on the CPU, in fp32 as the GPU computes them, over
+ * the same workspace layout and indices (share_internal.h), one CTA after another;
+ * k_read[s * g + j] counts the K rows of (stream, kv head) the logits launch reads. */
+static void emulate_share(const problem_t *p, const split_plan_t *sp, uint64_t seed, float *out, long *k_read)
+{
+    const int S = problem_streams(p), h = p->heads, g = p->kv_heads, group = problem_group(p), d = p->head_dim;
+    const int keys = problem_keys(p), E = problem_share_essential(p), batches = share_batches(group);
+    kv_geometry_t geo = kv_geometry_make(p, LAYOUT_CONTIGUOUS);
+    int *to = malloc((size_t)h * sizeof *to), *rank = malloc((size_t)h * sizeof *rank);
+    for (int i = 0, r = 0; i < h; ++i) {
+        to[i] = problem_share_target(p, i);
+        rank[i] = to[i] == i ? r++ : -1;
+    }
+    share_ws_t ws = share_ws_layout(S, h, E, keys, d, sp->splits);
+    char *w = calloc(1, ws.bytes);
+    float *logits = (float *)(w + ws.logits), *stats = (float *)(w + ws.stats), *partials = (float *)(w + ws.partials);
+    const float scale = (float)problem_scale(p);
+    for (int s = 0; s < S; ++s)
+        for (int j = 0; j < g; ++j)
+            for (int b = 0; b < batches; ++b)
+                for (int split = 0; split < sp->splits; ++split) {
+                    const int first = share_batch_first(j, b, group), nh = share_batch_count(b, group);
+                    const int k0 = split * sp->chunk, k1 = k0 + sp->chunk < keys ? k0 + sp->chunk : keys;
+                    for (int t = 0; t < nh; ++t) {
+                        const int e = first + t;
+                        if (rank[e] < 0) continue;
+                        float m = -INFINITY, l = 0.0f;
+                        for (int key = k0; key < k1; ++key) {
+                            float dot = 0.0f;
+                            for (int x = 0; x < d; ++x)
+                                dot = fmaf(scale * kv_query(seed, p->scores == SCORES_PEAKED, h, g, d, s, e, x),
+                                           kv_logical(&geo, seed, s, 0, j, key, x), dot);
+                            logits[share_logit_at(s, E, rank[e], keys, key)] = dot;
+                            ml_add(&m, &l, dot, 1.0f);
+                            k_read[s * g + j]++;
+                        }
+                        stats[2 * share_stat_at(s, E, rank[e], sp->splits, split)] = m;
+                        stats[2 * share_stat_at(s, E, rank[e], sp->splits, split) + 1] = l;
+                    }
+                }
+    for (int s = 0; s < S; ++s)
+        for (int j = 0; j < g; ++j)
+            for (int b = 0; b < batches; ++b)
+                for (int split = 0; split < sp->splits; ++split) {
+                    const int first = share_batch_first(j, b, group), nh = share_batch_count(b, group);
+                    const int k0 = split * sp->chunk, k1 = k0 + sp->chunk < keys ? k0 + sp->chunk : keys;
+                    for (int t = 0; t < nh; ++t) {
+                        const int r = rank[to[first + t]];
+                        float m = -INFINITY, l = 0.0f;
+                        for (int k = 0; k < sp->splits; ++k) {
+                            const int64_t at = 2 * share_stat_at(s, E, r, sp->splits, k);
+                            ml_add(&m, &l, stats[at], stats[at + 1]);
+                        }
+                        for (int x = 0; x < d; ++x) {
+                            float acc = 0.0f;
+                            for (int key = k0; key < k1; ++key)
+                                acc = fmaf(expf(logits[share_logit_at(s, E, r, keys, key)] - m) / l,
+                                           kv_logical(&geo, seed, s, 1, j, key, x), acc);
+                            partials[share_partial_at(split, S, s, h, first + t, d, x)] = acc;
+                        }
+                    }
+                }
+    const int64_t n = (int64_t)S * h * d;
+    for (int64_t i = 0; i < n; ++i) {
+        float sum = 0.0f;
+        for (int k = 0; k < sp->splits; ++k) sum += partials[(int64_t)k * n + i];
+        out[i] = sum;
+    }
+    free(w);
+    free(to);
+    free(rank);
+}
+
+/* The kernel's decomposition (split statistics, exact normalisation, partial sums over
+ * splits, batches of heads) matches the reference of the approximation, and reads K
+ * only for kv heads with an essential head. */
+static void test_emulated_kernel_matches_reference(void **state)
+{
+    (void)state;
+    share_map_t irregular;
+    char msg[256];
+    assert_int_equal(share_map_load("bench/suites/share-maps/irregular-h32.json", 2, &irregular, msg, sizeof msg), 0);
+    static const struct { int h, g, d, ctx, gen, splits; double f; int map, peaked; } cases[] = {
+        {8, 2, 16, 300, 5, 3, 0.5, 0, 0},  {12, 2, 16, 200, 3, 1, 0.3, 0, 1}, {9, 1, 8, 150, 2, 4, 0.8, 0, 0},
+        {32, 8, 8, 100, 1, 2, 0.0, 1, 1},  {4, 4, 32, 1, 1, 1, 0.5, 0, 0},   {8, 8, 16, 129, 64, 5, 0.0, 0, 1},
+    };
+    for (size_t c = 0; c < sizeof cases / sizeof cases[0]; ++c) {
+        problem_t p = test_problem(2, 1, cases[c].h, cases[c].g, cases[c].d, cases[c].ctx, cases[c].gen);
+        p.share_fraction = cases[c].f;
+        p.share_map = cases[c].map ? &irregular : NULL;
+        p.scores = cases[c].peaked ? SCORES_PEAKED : SCORES_FLAT;
+        const split_plan_t sp = split_plan_fixed(problem_keys(&p), cases[c].splits, SHARE_TILE);
+        const int S = problem_streams(&p), d = p.head_dim;
+        float *out = malloc((size_t)S * p.heads * d * sizeof *out);
+        long *k_read = calloc((size_t)S * p.kv_heads, sizeof *k_read);
+        emulate_share(&p, &sp, 77, out, k_read);
+        int to[64];
+        for (int i = 0; i < p.heads; ++i) to[i] = problem_share_target(&p, i);
+        ref_source_t src = source(&p, 77);
+        src.share_to = to;
+        for (int s = 0; s < S; ++s)
+            for (int i = 0; i < p.heads; ++i) {
+                double want[64];
+                reference_row(&src, s, i, want);
+                err_acc_t e = {0};
+                err_add(&e, want, out + ((size_t)s * p.heads + i) * d, d);
+                if (!(err_rel(&e) < 1e-5)) fail_msg("case %zu stream %d head %d: rel err %.3e", c, s, i, err_rel(&e));
+            }
+        for (int s = 0; s < S; ++s)
+            for (int j = 0; j < p.kv_heads; ++j) {
+                int essential = 0;
+                for (int i = j * problem_group(&p); i < (j + 1) * problem_group(&p); ++i) essential += to[i] == i;
+                assert_int_equal(k_read[s * p.kv_heads + j], (long)essential * problem_keys(&p));
+            }
+        free(out);
+        free(k_read);
+    }
+    share_map_free(&irregular);
+}
+
 /* approx_err and kept are the last two columns; rows with other --share-fraction or
  * --scores are other rows. */
 static void test_csv_columns_and_keys(void **state)
@@ -419,6 +547,7 @@ int main(void)
         cmocka_unit_test(test_reference_cross_group),
         cmocka_unit_test(test_peaked_values_exact),
         cmocka_unit_test(test_peaked_concentrates),
+        cmocka_unit_test(test_emulated_kernel_matches_reference),
         cmocka_unit_test(test_csv_columns_and_keys),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
