@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #ifndef ATTNBENCH_SUITE_DIR
 #define ATTNBENCH_SUITE_DIR "bench/suites"
@@ -48,8 +49,11 @@ static char *read_text(const char *path, size_t *n)
 }
 
 /* One suite line (NUL-terminated, writable, comment already cut) into e. */
-/* A relative --share-map FILE of a suite line names a file beside the suite (dir): the
- * word is rewritten into joined, which outlives the line's parse. */
+/* A relative --share-map FILE of a suite line names a file beside the suite (dir), or,
+ * where there is none (a suite written elsewhere from a shipped one's lines), beside the
+ * shipped suites (ATTNBENCH_SUITE_DIR, else bench/suites of the working directory); the
+ * word is rewritten into joined, which outlives the line's parse. A file found nowhere
+ * stays as written, for the map reader to name. */
 static void share_map_beside(char **argv, int argc, const char *dir, char *joined, size_t len)
 {
     static const char opt[] = "--share-map";
@@ -61,8 +65,15 @@ static void share_map_beside(char **argv, int argc, const char *dir, char *joine
             prefix = "--share-map=";
         }
         if (!file || !*file || file[0] == '/') continue;
-        snprintf(joined, len, "%s%s/%s", prefix, dir, file);
-        argv[i] = joined;
+        const char *const dirs[] = {dir, ATTNBENCH_SUITE_DIR, "bench/suites"};
+        for (size_t k = 0; k < sizeof dirs / sizeof dirs[0]; ++k) {
+            snprintf(joined, len, "%s/%s", dirs[k], file);
+            if (access(joined, R_OK) == 0) {
+                snprintf(joined, len, "%s%s/%s", prefix, dirs[k], file);
+                argv[i] = joined;
+                break;
+            }
+        }
     }
 }
 
