@@ -69,7 +69,7 @@ $(BUILD)/%.o: %.cu
 # between the real peers and the stubs (PEERS=...).
 $(BUILD)/peers.stamp: FORCE
 	@mkdir -p $(BUILD)
-	@{ echo '$(PEER_FLAGS) $(HAVE_XQA)'; cat $(PEERS)/VERSIONS 2>/dev/null; } > $@.new
+	@{ echo '$(PEER_FLAGS) $(HAVE_XQA)'; cat $(PEERS)/VERSIONS 2>/dev/null || true; } > $@.new
 	@cmp -s $@.new $@ && rm $@.new || mv $@.new $@
 $(BUILD)/kernels/peers/%.o: kernels/peers/%.cu $(BUILD)/peers.stamp
 	@mkdir -p $(dir $@)

@@ -368,7 +368,7 @@ static int dry_run(command_t cmd, const options_t *o, const job_t *jobs, int n, 
             }
         }
         problem_t share = tp_share(&jobs[i].problem);   /* --tp: what each GPU runs */
-        const char *why = jobs[i].kernel->unsupported(&share);
+        const char *why = attn_kernel_unsupported(jobs[i].kernel, &share);
         listed++;
         unsupported += why != NULL;
         if (why) printf("%s\t# unsupported: %s\n", row.args, why);
@@ -451,7 +451,7 @@ static int run_command(int argc, char **argv, command_t cmd)
     if (cmd == CMD_RUN && n_jobs == 1) {
         /* a lone configuration the kernel cannot run is bad input, not a row */
         problem_t share = tp_share(&jobs[0].problem);
-        const char *why = jobs[0].kernel->unsupported(&share);
+        const char *why = attn_kernel_unsupported(jobs[0].kernel, &share);
         if (why) {
             cmd_error("run", "--kernel %s: %s", jobs[0].kernel->name, why);
             free(jobs);

@@ -24,8 +24,8 @@ enum opt_id {
     OPT_MIN_TIME, OPT_SEED, OPT_IN, OPT_ROWS, OPT_COLS, OPT_VALUE, OPT_AGG, OPT_WHERE,
     OPT_PAPER, OPT_FORMAT, OPT_THRESHOLD, OPT_CHANGES, OPT_HELP,
     OPT_NO_VERIFY, OPT_VERIFY_TIME, OPT_MAX_NOISE, OPT_MAX_TIME, OPT_DRY_RUN, OPT_SHARD,
-    OPT_DEVICES, OPT_KV_DTYPE, OPT_KV_SCALE, OPT_VS_PEERS,
-    OPT_SCORES, OPT_SINK_LOGIT, OPT_HEAVY_LOGIT, OPT_RECENT_LOGIT, OPT_SHARE_FRACTION,
+    OPT_DEVICES, OPT_KV_DTYPE, OPT_KV_SCALE, OPT_VS_PEERS, OPT_STEP, OPT_ROPE, OPT_ROPE_BASE,
+    OPT_ROPE_SCALE, OPT_SCORES, OPT_SINK_LOGIT, OPT_HEAVY_LOGIT, OPT_RECENT_LOGIT, OPT_SHARE_FRACTION,
     OPT_SHARE_MAP, OPT_SHARE_LAYER,
 };
 
@@ -66,6 +66,11 @@ static const opt_def_t opt_defs[] = {
     {"layers", required_argument, OPT_LAYERS, 0, PROBLEM | IN(CMD_TABLE), GRID_FIELD_LAYERS},
     /* tensor parallelism: the heads split over N GPUs (docs/SHARDING.md) */
     {"tp", required_argument, OPT_TP, 0, PROBLEM, GRID_FIELD_TP},
+    /* the whole generation step: RoPE, quantise, append, attend (docs/APPEND.md) */
+    {"step", required_argument, OPT_STEP, 0, PROBLEM, GRID_FIELD_STEP},
+    {"rope", required_argument, OPT_ROPE, 0, PROBLEM, GRID_FIELD_ROPE},
+    {"rope-base", required_argument, OPT_ROPE_BASE, 0, PROBLEM, GRID_FIELD_ROPE_BASE},
+    {"rope-scale", required_argument, OPT_ROPE_SCALE, 0, PROBLEM, GRID_FIELD_ROPE_SCALE},
     {"scores", required_argument, OPT_SCORES, 0, PROBLEM, GRID_FIELD_SCORES},
     {"sink-logit", required_argument, OPT_SINK_LOGIT, 0, PROBLEM, GRID_FIELD_SINK_LOGIT},
     {"heavy-logit", required_argument, OPT_HEAVY_LOGIT, 0, PROBLEM, GRID_FIELD_HEAVY_LOGIT},
@@ -511,6 +516,17 @@ static int apply_option(const opt_def_t *d, const char *arg, command_t mode, opt
         return parse_int(opt, arg, 1, INT_MAX, mode == CMD_TABLE ? &o->table.layers : &g->layers,
                          msg, len);
     case OPT_TP: return parse_int(opt, arg, 1, TP_MAX, &g->tp, msg, len);
+    case OPT_STEP:
+        if (step_parse(arg, &g->step)) FAIL("--step: '%s' is not attend or append", arg);
+        return 0;
+    case OPT_ROPE:
+        if (rope_parse(arg, &g->rope)) FAIL("--rope: '%s' is not neox or gptj", arg);
+        return 0;
+    case OPT_ROPE_BASE:
+        if (parse_positive_double(opt, arg, &g->rope_base, msg, len)) return -1;
+        if (!(g->rope_base > 1.0)) FAIL("--rope-base must be above 1 (got %s)", arg);
+        return 0;
+    case OPT_ROPE_SCALE: return parse_positive_double(opt, arg, &g->rope_scale, msg, len);
     case OPT_KERNEL:
         if (!attn_kernel_find(arg)) FAIL("--kernel: unknown kernel '%s' (attnbench list shows them)", arg);
         o->kernels[0] = attn_kernel_find(arg)->name;
@@ -643,6 +659,15 @@ static void apply_model(grid_t *g, unsigned *set)
     *set |= GRID_FIELD_HEADS | GRID_FIELD_KV_HEADS | GRID_FIELD_HEAD_DIM | GRID_FIELD_LAYERS;
 }
 
+/* The RoPE options describe --step append's rotation: on a line without it they would
+ * be silently ignored. */
+static int check_rope(const grid_t *g, unsigned set, char *msg, size_t len)
+{
+    if ((set & GRID_FIELDS_ROPE) && g->step != STEP_APPEND)
+        FAIL("--rope, --rope-base and --rope-scale need --step append");
+    return 0;
+}
+
 static void options_init(options_t *o)
 {
     memset(o, 0, sizeof *o);
@@ -687,6 +712,7 @@ int options_parse(int argc, char **argv, command_t cmd, options_t *o, char *msg,
     if (rc) return rc;
     if (resolve_share_map(o, msg, len)) return -1;
     apply_model(&o->grid, &o->grid_set);
+    if (check_rope(&o->grid, o->grid_set, msg, len)) return -1;
     if (cmd == CMD_VERIFY && !o->suite) o->suite = "quick";
     if (o->resume && !o->out) FAIL("--resume needs --out FILE.csv (the sweep to resume)");
     if (o->resume && o->force)
@@ -725,5 +751,5 @@ int options_parse_suite_line(int argc, char **argv, options_t *o, char *msg, siz
     if (parse_line(argc, argv, SUITE_LINE, o, &o->grid_set, msg, len)) return -1;
     if (resolve_share_map(o, msg, len)) return -1;
     apply_model(&o->grid, &o->grid_set);
-    return 0;
+    return check_rope(&o->grid, o->grid_set, msg, len);
 }

@@ -11,6 +11,7 @@
 #include <cuda_fp16.h>
 #include <cuda_bf16.h>
 #include "../problem/kv_fill.h"
+#include "../problem/append.h"
 
 namespace {
 
@@ -38,6 +39,28 @@ struct q_source {
         int head = (int)(row - stream * heads);
 #pragma unroll
         for (int i = 0; i < N; ++i) v[i] = kv_query(seed, peaked, heads, kv_heads, d, (int)stream, head, x + i);
+    }
+    __device__ float scalar(int64_t e) const
+    {
+        float v;
+        values<1>(e, &v);
+        return v;
+    }
+};
+
+/* --step append's packed QKV [B*W, (h + 2g) * d] (problem/append.h); d divides every
+ * section, so a vector's elements share one stream and one head. */
+struct qkv_source {
+    kv_geometry_t g;
+    uint64_t seed;
+    int heads;
+    template <int N> __device__ void values(int64_t e, float *v) const
+    {
+        const uint32_t width = (uint32_t)(heads + 2 * g.kv_heads) * g.head_dim;
+        uint64_t stream = div_u64((uint64_t)e, width);
+        int col = (int)((uint64_t)e - stream * width);
+#pragma unroll
+        for (int i = 0; i < N; ++i) v[i] = append_qkv_logical(&g, seed, heads, (int)stream, col + i);
     }
     __device__ float scalar(int64_t e) const
     {
@@ -269,6 +292,17 @@ extern "C" cudaError_t fill_q(void *q, const problem_t *p, uint64_t seed, cudaSt
     if (p->dtype != DTYPE_FP16 && p->dtype != DTYPE_BF16 && p->dtype != DTYPE_FP32) return cudaErrorInvalidValue;
     q_source src = {seed, p->heads, p->head_dim, p->kv_heads, p->scores == SCORES_PEAKED};
     return launch_fill_dtype(q, elements, p->dtype, p->head_dim, src, s);
+}
+
+extern "C" cudaError_t fill_qkv(void *qkv, const problem_t *p, const kv_geometry_t *g, uint64_t seed,
+                                cudaStream_t s)
+{
+    if (!qkv || !p || !g || p->step != STEP_APPEND || p->gen <= 0 || p->head_dim <= 0 || p->heads <= 0)
+        return cudaErrorInvalidValue;
+    if (p->dtype != DTYPE_FP16 && p->dtype != DTYPE_BF16 && p->dtype != DTYPE_FP32) return cudaErrorInvalidValue;
+    int64_t elements = (int64_t)problem_streams(p) * (p->heads + 2 * p->kv_heads) * p->head_dim;
+    qkv_source src = {*g, seed, p->heads};
+    return launch_fill_dtype(qkv, elements, p->dtype, p->head_dim, src, s);
 }
 
 extern "C" cudaError_t fill_kv(void *buf, int64_t elements, dtype_t t, const kv_geometry_t *g,

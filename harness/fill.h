@@ -22,6 +22,11 @@ enum {
 /* q [B*W, h, d] with logical_q(seed, ...) in p->dtype (--scores peaked: logical_q_peaked). */
 cudaError_t fill_q(void *q, const problem_t *p, uint64_t seed, cudaStream_t s);
 
+/* --step append's packed QKV [B*W, (h + 2g) * d] in p->dtype: append_qkv_logical(g, seed,
+ * ...) (problem/append.h), g the geometry of the cache the step appends to. */
+cudaError_t fill_qkv(void *qkv, const problem_t *p, const kv_geometry_t *g, uint64_t seed,
+                     cudaStream_t s);
+
 /* `elements` elements of one KV tensor, stored as dtype t (the problem's KV dtype; an
  * 8-bit cache, g->kv_quant, takes DTYPE_FP8 or DTYPE_INT8 and holds codes, kv_quant.h):
  *   part FILL_KV_MAIN:    kv_contiguous_value / kv_paged_value / kv_ctx_value by g->layout

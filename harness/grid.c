@@ -92,6 +92,10 @@ void grid_default(grid_t *g)
     g->model = p.model;
     g->layers = p.layers;
     g->tp = p.tp;
+    g->step = p.step;
+    g->rope = p.rope;
+    g->rope_base = p.rope_base;
+    g->rope_scale = p.rope_scale;
     g->scores = p.scores;
     g->sink_logit = p.sink_logit;
     g->heavy_logit = p.heavy_logit;
@@ -157,6 +161,10 @@ static void point_at(const grid_t *g, const int *idx, problem_t *p)
     p->layers = g->layers;
     p->tp = g->tp;
     p->model = g->model;
+    p->step = g->step;
+    p->rope = g->rope;
+    p->rope_base = g->rope_base;
+    p->rope_scale = g->rope_scale;
     p->scores = g->scores;
     p->sink_logit = g->sink_logit;
     p->heavy_logit = g->heavy_logit;
@@ -287,6 +295,10 @@ void grid_override(grid_t *dst, const grid_t *src, unsigned fields)
     if (fields & GRID_FIELD_MODEL) dst->model = src->model;
     if (fields & GRID_FIELD_LAYERS) dst->layers = src->layers;
     if (fields & GRID_FIELD_TP) dst->tp = src->tp;
+    if (fields & GRID_FIELD_STEP) dst->step = src->step;
+    if (fields & GRID_FIELD_ROPE) dst->rope = src->rope;
+    if (fields & GRID_FIELD_ROPE_BASE) dst->rope_base = src->rope_base;
+    if (fields & GRID_FIELD_ROPE_SCALE) dst->rope_scale = src->rope_scale;
     if (fields & GRID_FIELD_SCORES) dst->scores = src->scores;
     if (fields & GRID_FIELD_SINK_LOGIT) dst->sink_logit = src->sink_logit;
     if (fields & GRID_FIELD_HEAVY_LOGIT) dst->heavy_logit = src->heavy_logit;

@@ -36,6 +36,9 @@ typedef struct grid {
     double q_scaling;
     const char *model; int layers;   /* from --model preset; NULL / 1 without one */
     int tp;                          /* --tp: GPUs the heads are split over (1: one) */
+    step_kind_t step;                     /* --step, and --step append's RoPE settings */
+    rope_t rope;
+    double rope_base, rope_scale;
     scores_t scores;                 /* --scores, and peaked's logit boosts */
     double sink_logit, heavy_logit, recent_logit;
     double share_fraction;           /* --share-fraction (share) */
@@ -54,9 +57,13 @@ enum grid_field {
     GRID_FIELD_MULTI_BLOCK = 1u << 11, GRID_FIELD_SPLITS = 1u << 12,
     GRID_FIELD_Q_SCALING = 1u << 13, GRID_FIELD_MODEL = 1u << 14, GRID_FIELD_LAYERS = 1u << 15,
     GRID_FIELD_KV_DTYPE = 1u << 16, GRID_FIELD_KV_SCALE = 1u << 17, GRID_FIELD_TP = 1u << 18,
-    GRID_FIELD_SCORES = 1u << 19, GRID_FIELD_SINK_LOGIT = 1u << 20, GRID_FIELD_HEAVY_LOGIT = 1u << 21,
-    GRID_FIELD_RECENT_LOGIT = 1u << 22, GRID_FIELD_SHARE_FRACTION = 1u << 23, GRID_FIELD_SHARE_MAP = 1u << 24,
+    GRID_FIELD_STEP = 1u << 19, GRID_FIELD_ROPE = 1u << 20, GRID_FIELD_ROPE_BASE = 1u << 21,
+    GRID_FIELD_ROPE_SCALE = 1u << 22,
+    GRID_FIELD_SCORES = 1u << 23, GRID_FIELD_SINK_LOGIT = 1u << 24, GRID_FIELD_HEAVY_LOGIT = 1u << 25,
+    GRID_FIELD_RECENT_LOGIT = 1u << 26, GRID_FIELD_SHARE_FRACTION = 1u << 27, GRID_FIELD_SHARE_MAP = 1u << 28,
 };
+/* The options that only --step append takes. */
+#define GRID_FIELDS_ROPE (GRID_FIELD_ROPE | GRID_FIELD_ROPE_BASE | GRID_FIELD_ROPE_SCALE)
 
 /* Copies into dst the fields of src whose GRID_FIELD_* bit is in fields. */
 void grid_override(grid_t *dst, const grid_t *src, unsigned fields);

@@ -24,6 +24,10 @@ void mem_plan_make(const problem_t *p, const attn_kernel_t *kernel, const attn_p
     }
     if (p->kv_quant != KV_QUANT_NONE)
         m->kv_scale = rounded(2 * (size_t)kv_scale_entries(&m->geom) * sizeof(float));
+    if (p->step == STEP_APPEND) {
+        m->qkv = rounded(streams * (size_t)(p->heads + 2 * p->kv_heads) * p->head_dim * es);
+        m->rope_cs = rounded((size_t)p->head_dim * sizeof(float));
+    }
     if (layout == LAYOUT_PAGED) {
         m->num_blocks = paged_block_count(p);
         m->block_table = rounded(streams * m->geom.max_blocks_per_seq * sizeof(int32_t));
@@ -35,7 +39,8 @@ void mem_plan_make(const problem_t *p, const attn_kernel_t *kernel, const attn_p
     m->workspace = rounded(kernel->workspace_bytes(p, plan));
     m->private_bytes = kernel->private_bytes ? rounded(kernel->private_bytes(p, plan)) : 0;
     m->total = m->q + m->out + m->kv[0] + m->kv[1] + m->block_table + m->block_owner +
-               m->indirection + m->workspace + m->private_bytes + m->kv_scale;
+               m->indirection + m->workspace + m->private_bytes + m->kv_scale + m->qkv +
+               m->rope_cs;
 }
 
 int mem_plan_fits(const mem_plan_t *m, size_t free_bytes)

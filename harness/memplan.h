@@ -16,6 +16,8 @@ typedef struct mem_plan {
     int64_t num_blocks;       /* paged pool blocks (0 otherwise) */
     size_t q, out, kv[2], block_table, block_owner, indirection, workspace, private_bytes;
     size_t kv_scale;          /* an 8-bit cache's scales: [2][kv_scale_entries] floats */
+    size_t qkv;               /* --step append: the packed QKV [B*W, (h + 2g) * d] */
+    size_t rope_cs;           /* --step append: the cos/sin table, [d/2][2] floats */
     size_t total;
 } mem_plan_t;
 

@@ -12,7 +12,11 @@
 
 namespace {
 
-const size_t READ_BYTES_MAX = (size_t)2 << 30;       /* 2 GiB: 40x the L2 of an H100 */
+/* 8 GiB: over 100x the L2 of an H100 or H200 and about 2 ms a read on an H200, so that a
+ * launch's ramp and tail (a few microseconds) weigh under 0.3% of it, as little as they
+ * weigh in the kernel rows of many milliseconds judged against it (a 0.5 ms read loses
+ * over 1% to them on an H200). */
+const size_t READ_BYTES_MAX = (size_t)8 << 30;
 const size_t COPY_BYTES_MAX = (size_t)1 << 30;       /* each way */
 const size_t HEADROOM = (size_t)256 << 20;           /* left free for cuBLAS and the runtime */
 const int READ_REPS = 9;
@@ -45,6 +49,21 @@ template <int MODE> __device__ __forceinline__ uint4 load16(const uint4 *p)
     return __ldg(p);
 }
 
+/* One word per CTA, the xor of every thread's loads, so that no load can be dropped. */
+__device__ __forceinline__ void store_cta_xor(unsigned acc, unsigned *out)
+{
+    for (int off = 16; off > 0; off >>= 1) acc ^= __shfl_xor_sync(0xffffffffu, acc, off);
+    __shared__ unsigned warp_acc[32];
+    int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+    if (lane == 0) warp_acc[warp] = acc;
+    __syncthreads();
+    if (threadIdx.x == 0) {
+        unsigned a = 0;
+        for (int w = 0; w < (int)(blockDim.x / 32); ++w) a ^= warp_acc[w];
+        out[blockIdx.x] = a;
+    }
+}
+
 /* Grid-stride read of n 16-byte vectors, `passes` times over, UNROLL independent
  * loads in flight per thread; one word per CTA written so that no load can be dropped. */
 template <int UNROLL, int MODE>
@@ -66,16 +85,33 @@ __global__ void read_kernel(const uint4 *__restrict__ p, int64_t n, int passes, 
             acc ^= v.x ^ v.y ^ v.z ^ v.w;
         }
     }
-    for (int off = 16; off > 0; off >>= 1) acc ^= __shfl_xor_sync(0xffffffffu, acc, off);
-    __shared__ unsigned warp_acc[32];
-    int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
-    if (lane == 0) warp_acc[warp] = acc;
-    __syncthreads();
-    if (threadIdx.x == 0) {
-        unsigned a = 0;
-        for (int w = 0; w < (int)(blockDim.x / 32); ++w) a ^= warp_acc[w];
-        out[blockIdx.x] = a;
+    store_cta_xor(acc, out);
+}
+
+/* The same read with each CTA on its own contiguous share of the buffer, as a kernel
+ * that gives each CTA its own stretch of K/V reads it (the grid-stride pattern above
+ * spreads every wave over the whole buffer instead; which one the DRAM prefers depends
+ * on the part). */
+template <int UNROLL>
+__global__ void read_chunk_kernel(const uint4 *__restrict__ p, int64_t n, unsigned *out)
+{
+    int64_t share = (n + gridDim.x - 1) / gridDim.x;
+    int64_t begin = (int64_t)blockIdx.x * share;
+    int64_t end = begin + share < n ? begin + share : n;
+    int64_t i = begin + threadIdx.x;
+    unsigned acc = 0;
+    for (; i + (int64_t)(UNROLL - 1) * blockDim.x < end; i += (int64_t)UNROLL * blockDim.x) {
+        uint4 v[UNROLL];
+#pragma unroll
+        for (int u = 0; u < UNROLL; ++u) v[u] = __ldg(p + i + u * blockDim.x);
+#pragma unroll
+        for (int u = 0; u < UNROLL; ++u) acc ^= v[u].x ^ v[u].y ^ v[u].z ^ v[u].w;
     }
+    for (; i < end; i += blockDim.x) {
+        uint4 v = __ldg(p + i);
+        acc ^= v.x ^ v.y ^ v.z ^ v.w;
+    }
+    store_cta_xor(acc, out);
 }
 
 /* Non-zero, varied words: nothing along the way can shortcut constant data. */
@@ -97,7 +133,7 @@ __global__ void gemm_input_kernel(__half *p, int64_t n, uint32_t salt)
     }
 }
 
-struct read_shape { int threads, ctas_per_sm, unroll; bool prefetch; };
+struct read_shape { int threads, ctas_per_sm, unroll; bool prefetch, chunked; };
 
 /* Around the shapes that won on an H100 (1024 x 2, plain loads: 3.09 TB/s,
  * the prefetch hint 2-3% behind) and an H200 (4.54 TB/s): fewer and more bytes in
@@ -108,16 +144,22 @@ const read_shape READ_SHAPES[] = { /* unroll 16 only at 512 threads: its registe
     {512, 4, 8, false}, {512, 4, 16, false}, {1024, 2, 4, false}, {1024, 2, 8, false},
     {1024, 1, 8, false}, {512, 4, 4, true}, {512, 4, 8, true},
     {1024, 2, 4, true}, {1024, 2, 8, true},
+    {256, 8, 8, false, true}, {512, 4, 8, false, true}, {1024, 2, 8, false, true},
 };
 /* The widest grid of the shapes: the sink holds a word per CTA. */
 const int SINK_CTAS_PER_SM = 16;
 /* The shape of the L2 flush's read. */
-const read_shape FLUSH_SHAPE = {512, 4, 4, false};
+const read_shape FLUSH_SHAPE = {512, 4, 4, false, false};
 
 template <int MODE>
 cudaError_t launch_read(const read_shape *sh, int grid, const uint4 *p, int64_t n, int passes, unsigned *out,
                         cudaStream_t s)
 {
+    if (sh->chunked) {
+        if (sh->unroll == 8) read_chunk_kernel<8><<<grid, sh->threads, 0, s>>>(p, n, out);
+        else read_chunk_kernel<4><<<grid, sh->threads, 0, s>>>(p, n, out);
+        return cudaGetLastError();
+    }
     if (sh->unroll == 16) read_kernel<16, MODE><<<grid, sh->threads, 0, s>>>(p, n, passes, out);
     else if (sh->unroll == 8) read_kernel<8, MODE><<<grid, sh->threads, 0, s>>>(p, n, passes, out);
     else read_kernel<4, MODE><<<grid, sh->threads, 0, s>>>(p, n, passes, out);
@@ -170,7 +212,7 @@ cudaError_t measure_read(const bench_ctx *c, const device_info_t *dev, const uin
     *best_gbps = 0.0;
     for (size_t k = 0; k < sizeof READ_SHAPES / sizeof READ_SHAPES[0]; ++k) {
         const read_shape *sh = &READ_SHAPES[k];
-        if (passes > 1 && sh->prefetch) continue; /* L2-only loads take no hint */
+        if (passes > 1 && (sh->prefetch || sh->chunked)) continue; /* L2 passes: grid-stride, no hint */
         int grid = dev->sm_count * sh->ctas_per_sm;
         double us[READ_REPS];
         /* One untimed launch first: module load and clock ramp. */

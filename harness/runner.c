@@ -14,9 +14,11 @@
 #include "../problem/presets.h"
 #include "../problem/logical_data.h"
 #include "../problem/kv_quant.h"
+#include "../problem/append.h"
 #include "../problem/share_map.h"
 #include "verify.h"
 #include "../reference/reference.h"
+#include "../kernels/append_step.h"
 
 /* The host, not the GPU, ran out of memory: an `error` row, retried on --resume, where
  * the GPU's own allocation failures make the row `oom`. */
@@ -71,18 +73,17 @@ static const attn_kernel_t *plan_for(const runner_t *r, const problem_t *p,
     memset(plan, 0, sizeof *plan);
     plan->runs = k;
     plan->split = split_plan_fixed(problem_keys(p), 1, 1);
-    if (k->unsupported(p)) return NULL;
+    if (attn_kernel_unsupported(k, p)) return NULL;
     k->plan(p, &r->dev, plan);
     if (!plan->runs) plan->runs = k;
     return plan->runs;
 }
 
-/* The shortest text that reads back as the same double, into buf (32 bytes). */
-static const char *exact_text(double x, char *buf)
+/* The shortest text of x that reads back as the same double. */
+static void shortest(double x, char *buf, size_t len)
 {
-    snprintf(buf, 32, "%.15g", x);
-    if (strtod(buf, NULL) != x) snprintf(buf, 32, "%.17g", x);
-    return buf;
+    snprintf(buf, len, "%.15g", x);
+    if (strtod(buf, NULL) != x) snprintf(buf, len, "%.17g", x);
 }
 
 /* The options that rerun exactly this row with `attnbench run`: the problem's and
@@ -103,16 +104,31 @@ static void row_args(const problem_t *p, const attn_kernel_t *k, const timing_op
     if (p->indirection) MORE(" --indirection");
     MORE(" --multi-block %s", multi_block_name(p->multi_block));
     if (p->splits) MORE(" --splits %d", p->splits);
-    char q[32], v[3][32];
-    if (p->q_scaling != 1.0) MORE(" --q-scaling %s", exact_text(p->q_scaling, q));
+    char num[32];
+    if (p->q_scaling != 1.0) {
+        shortest(p->q_scaling, num, sizeof num);
+        MORE(" --q-scaling %s", num);
+    }
+    if (p->step == STEP_APPEND) {
+        MORE(" --step append --rope %s", rope_name(p->rope));
+        shortest(p->rope_base, num, sizeof num);
+        MORE(" --rope-base %s", num);
+        shortest(p->rope_scale, num, sizeof num);
+        MORE(" --rope-scale %s", num);
+    }
     if (p->tp > 1) MORE(" --tp %d", p->tp);
-    if (p->scores == SCORES_PEAKED)
-        MORE(" --scores peaked --sink-logit %s --heavy-logit %s --recent-logit %s", exact_text(p->sink_logit, v[0]),
-             exact_text(p->heavy_logit, v[1]), exact_text(p->recent_logit, v[2]));
+    if (p->scores == SCORES_PEAKED) {
+        char v[3][32];
+        shortest(p->sink_logit, v[0], sizeof v[0]);
+        shortest(p->heavy_logit, v[1], sizeof v[1]);
+        shortest(p->recent_logit, v[2], sizeof v[2]);
+        MORE(" --scores peaked --sink-logit %s --heavy-logit %s --recent-logit %s", v[0], v[1], v[2]);
+    }
     if (k->approx == ATTN_APPROX_SHARE && p->share_map) {
         MORE(" --share-map %s --share-layer %d", p->share_map->path, p->share_map->layer);
     } else if (k->approx == ATTN_APPROX_SHARE) {
-        MORE(" --share-fraction %s", exact_text(p->share_fraction, q));
+        shortest(p->share_fraction, num, sizeof num);
+        MORE(" --share-fraction %s", num);
     }
     if (t->hot) MORE(" --hot");
     if (t->graph) MORE(" --graph");
@@ -148,6 +164,7 @@ void runner_describe_unplanned(const char *gpu, const timing_opts_t *timing, con
     row->tp = p->tp;
     row_args(p, k, timing, row->args, sizeof row->args);
     snprintf(row->kv_dtype, sizeof row->kv_dtype, "%s", dtype_name(problem_kv_dtype(p)));
+    snprintf(row->step, sizeof row->step, "%s", step_name(p->step));
     if (k->approx == ATTN_APPROX_SHARE) row->kept = (double)problem_share_essential(p) / p->heads;
 }
 
@@ -172,23 +189,24 @@ void runner_describe_row(const runner_t *r, const problem_t *p, const attn_kerne
 
 /* Everything one configuration allocates; freed in one place. */
 typedef struct buffers {
-    void *q, *out, *kv[2], *workspace, *kv_scale;
+    void *q, *out, *kv[2], *workspace, *kv_scale, *qkv, *rope_cs;
     void *last_out;   /* the last verified launch's output, copied aside */
     int32_t *block_table, *owner, *first_pos, *indirection;
     int32_t *host_indirection;
-    float *host_kv_scale;
+    float *host_kv_scale, *host_rope_cs;
     paged_map_t map;
     int have_map;
 } buffers_t;
 
 static void buffers_free(buffers_t *b)
 {
-    void *all[] = {b->q, b->out, b->kv[0], b->kv[1], b->workspace, b->kv_scale, b->last_out,
+    void *all[] = {b->q, b->out, b->kv[0], b->kv[1], b->workspace, b->kv_scale, b->qkv, b->rope_cs, b->last_out,
                    b->block_table, b->owner, b->first_pos, b->indirection};
     for (size_t i = 0; i < sizeof all / sizeof all[0]; ++i)
         if (all[i]) cudaFree(all[i]);
     free(b->host_indirection);
     free(b->host_kv_scale);
+    free(b->host_rope_cs);
     if (b->have_map) paged_map_free(&b->map);
     memset(b, 0, sizeof *b);
 }
@@ -209,10 +227,31 @@ static cudaError_t upload(void **dst, const void *src, size_t bytes, cudaStream_
     return e;
 }
 
+/* One step: with --step append, the append kernel writes the query and the cache's
+ * current slot (q and cache: the writable buffers behind a->q and the slot) first. */
+typedef struct step_launch {
+    attn_args_t *a;
+    void *q, *cache;
+} step_launch_t;
+
 static cudaError_t launch_step(void *ctx, cudaStream_t s)
 {
-    attn_args_t *a = (attn_args_t *)ctx;
-    return a->plan.runs->launch(a, s);
+    step_launch_t *l = (step_launch_t *)ctx;
+    if (l->a->problem.step == STEP_APPEND) {
+        cudaError_t e = append_launch(l->a, l->q, l->cache, s);
+        if (e != cudaSuccess) return e;
+    }
+    return l->a->plan.runs->launch(l->a, s);
+}
+
+/* What a --step append launch must write, poisoned: the query (NaN) and the cache's
+ * current slots (append_poison). Nothing for --step attend. */
+static cudaError_t poison_step_inputs(const step_launch_t *l, cudaStream_t s)
+{
+    const problem_t *p = &l->a->problem;
+    if (p->step != STEP_APPEND) return cudaSuccess;
+    cudaError_t e = fill_nan(l->q, (int64_t)problem_streams(p) * p->heads * p->head_dim, p->dtype, s);
+    return e == cudaSuccess ? append_poison(l->a, l->cache, s) : e;
 }
 
 /* The output rows checked against the reference and the reference's values of them
@@ -414,12 +453,14 @@ typedef struct last_launch {
     size_t bytes;
     int64_t elements;
     dtype_t dtype;
+    const step_launch_t *step;   /* its inputs written by --step append, poisoned too */
 } last_launch_t;
 
 static cudaError_t poison_output(void *ctx, cudaStream_t s)
 {
     last_launch_t *l = (last_launch_t *)ctx;
-    return fill_nan(l->out, l->elements, l->dtype, s);
+    cudaError_t e = fill_nan(l->out, l->elements, l->dtype, s);
+    return e == cudaSuccess ? poison_step_inputs(l->step, s) : e;
 }
 
 static cudaError_t keep_output(void *ctx, cudaStream_t s)
@@ -436,6 +477,52 @@ static void check_sticky(runner_t *r)
     if (cudaDeviceSynchronize() != cudaSuccess) r->broken = true;
 }
 
+/* The paged block map, the beam history, an 8-bit cache's scales and --step append's
+ * cos/sin table, on the device (ordered on s) and, where the reference reads them, on
+ * the host. */
+static cudaError_t upload_tables(const problem_t *p, const mem_plan_t *m, uint64_t seed,
+                                 cudaStream_t s, buffers_t *b)
+{
+    cudaError_t e = cudaSuccess;
+#define CK(call) do { if (e == cudaSuccess) e = (call); } while (0)
+    if (e == cudaSuccess && m->geom.layout == LAYOUT_PAGED) {
+        if (paged_map_build(p, seed, &b->map) != 0) e = HOST_SHORT;
+        else b->have_map = 1;
+        size_t table = (size_t)problem_streams(p) * b->map.max_blocks_per_seq * sizeof(int32_t);
+        size_t owners = (size_t)b->map.num_blocks * sizeof(int32_t);
+        CK(upload((void **)&b->block_table, b->map.table, table, s));
+        CK(upload((void **)&b->owner, b->map.owner, owners, s));
+        CK(upload((void **)&b->first_pos, b->map.first_pos, owners, s));
+    }
+    if (e == cudaSuccess && p->indirection) {
+        b->host_indirection = beam_history_build(p, seed);
+        if (!b->host_indirection) e = HOST_SHORT;
+        CK(upload((void **)&b->indirection, b->host_indirection,
+                  (size_t)problem_streams(p) * problem_keys(p) * sizeof(int32_t), s));
+    }
+    if (e == cudaSuccess && m->kv_scale) {
+        /* the scales the fill quantised with (kv_quant.h), for the kernel to dequantise */
+        const int n = kv_scale_entries(&m->geom);
+        b->host_kv_scale = malloc(2 * (size_t)n * sizeof *b->host_kv_scale);
+        if (!b->host_kv_scale) e = HOST_SHORT;
+        for (int which = 0; which < 2 && e == cudaSuccess; ++which)
+            for (int h = 0; h < n; ++h) b->host_kv_scale[which * n + h] = kv_quant_scale(&m->geom, which, h);
+        CK(upload(&b->kv_scale, b->host_kv_scale, 2 * (size_t)n * sizeof(float), s));
+    }
+    if (e == cudaSuccess && p->step == STEP_APPEND) {
+        /* the current position's cos and sin, as an engine's precomputed cache holds them */
+        const int pairs = p->head_dim / 2, pos = append_position(p->ctx, p->gen);
+        b->host_rope_cs = malloc(2 * (size_t)pairs * sizeof *b->host_rope_cs);
+        if (!b->host_rope_cs) e = HOST_SHORT;
+        for (int i = 0; i < pairs && e == cudaSuccess; ++i)
+            rope_cos_sin(p->rope_base, p->rope_scale, p->head_dim, pos, i, &b->host_rope_cs[2 * i],
+                         &b->host_rope_cs[2 * i + 1]);
+        CK(upload(&b->rope_cs, b->host_rope_cs, 2 * (size_t)pairs * sizeof(float), s));
+    }
+#undef CK
+    return e;
+}
+
 void runner_row(runner_t *r, const problem_t *p, const attn_kernel_t *k, result_row_t *row)
 {
     attn_plan_t plan;
@@ -445,6 +532,8 @@ void runner_row(runner_t *r, const problem_t *p, const attn_kernel_t *k, result_
         return;
     }
     attn_io_t io = run->io(p, &plan);
+    io.bytes += io_append_bytes(p);
+    io.unique_bytes += io_append_bytes(p);
     row->bytes = io.bytes;
     row->unique_bytes = io.unique_bytes;
     row->workspace_bytes = io.workspace_bytes;
@@ -489,31 +578,14 @@ void runner_row(runner_t *r, const problem_t *p, const attn_kernel_t *k, result_
     CK(alloc(&b.kv[0], m.kv[0]));
     CK(alloc(&b.kv[1], m.kv[1]));
     CK(alloc(&b.workspace, m.workspace));
-    if (e == cudaSuccess && m.geom.layout == LAYOUT_PAGED) {
-        if (paged_map_build(p, seed, &b.map) != 0) e = HOST_SHORT;
-        else b.have_map = 1;
-        size_t table = (size_t)problem_streams(p) * b.map.max_blocks_per_seq * sizeof(int32_t);
-        size_t owners = (size_t)b.map.num_blocks * sizeof(int32_t);
-        CK(upload((void **)&b.block_table, b.map.table, table, s));
-        CK(upload((void **)&b.owner, b.map.owner, owners, s));
-        CK(upload((void **)&b.first_pos, b.map.first_pos, owners, s));
+    CK(upload_tables(p, &m, seed, s, &b));
+    if (p->step == STEP_APPEND) {
+        /* the step's input; the query and the current slots it writes are poisoned below */
+        CK(alloc(&b.qkv, m.qkv));
+        CK(fill_qkv(b.qkv, p, &m.geom, seed, s));
+    } else {
+        CK(fill_q(b.q, p, seed, s));
     }
-    if (e == cudaSuccess && p->indirection) {
-        b.host_indirection = beam_history_build(p, seed);
-        if (!b.host_indirection) e = HOST_SHORT;
-        CK(upload((void **)&b.indirection, b.host_indirection,
-                  (size_t)problem_streams(p) * problem_keys(p) * sizeof(int32_t), s));
-    }
-    if (e == cudaSuccess && m.kv_scale) {
-        /* the scales the fill quantised with (kv_quant.h), for the kernel to dequantise */
-        const int n = kv_scale_entries(&m.geom);
-        b.host_kv_scale = malloc(2 * (size_t)n * sizeof *b.host_kv_scale);
-        if (!b.host_kv_scale) e = HOST_SHORT;
-        for (int which = 0; which < 2 && e == cudaSuccess; ++which)
-            for (int h = 0; h < n; ++h) b.host_kv_scale[which * n + h] = kv_quant_scale(&m.geom, which, h);
-        CK(upload(&b.kv_scale, b.host_kv_scale, 2 * (size_t)n * sizeof(float), s));
-    }
-    CK(fill_q(b.q, p, seed, s));
     for (int part = 0; part < 2; ++part)
         if (m.kv_elements[part])
             CK(fill_kv(b.kv[part], m.kv_elements[part], problem_kv_dtype(p), &m.geom, part, seed,
@@ -535,7 +607,12 @@ void runner_row(runner_t *r, const problem_t *p, const attn_kernel_t *k, result_
     a.num_blocks = b.map.num_blocks;
     a.indirection = b.indirection;
     a.kv_scale = (const float *)b.kv_scale;
+    a.qkv = b.qkv;
+    a.rope_cs = (const float *)b.rope_cs;
     a.workspace = b.workspace;
+    /* bifurcated keeps the current position in its decoded part */
+    step_launch_t step = {&a, b.q, b.kv[m.geom.layout == LAYOUT_BIFURCATED]};
+    CK(poison_step_inputs(&step, s));
     if (e == cudaSuccess && run->setup) {
         e = run->setup(&a);
         set_up = e == cudaSuccess;
@@ -549,11 +626,11 @@ void runner_row(runner_t *r, const problem_t *p, const attn_kernel_t *k, result_
     CK(cudaDeviceSynchronize());
     /* One launch on the poisoned output, then the check, then the timing, whose last
      * launch is checked too (without timing, a second launch on a poisoned output). */
-    CK(launch_step(&a, s));
+    CK(launch_step(&step, s));
     CK(cudaStreamSynchronize(s));
     checked_rows_t checked = {0};
     int64_t out_elements = (int64_t)problem_streams(p) * p->heads * p->head_dim;
-    last_launch_t last = {b.out, NULL, m.out, out_elements, p->dtype};
+    last_launch_t last = {b.out, NULL, m.out, out_elements, p->dtype, &step};
     timer_last_t last_hooks = {poison_output, keep_output, &last};
     if (e == cudaSuccess && r->verify) {
         nvtx_push("verify");
@@ -564,7 +641,7 @@ void runner_row(runner_t *r, const problem_t *p, const attn_kernel_t *k, result_
         last.copy = b.last_out;
         if (!r->time) {
             CK(poison_output(&last, s));
-            CK(launch_step(&a, s));
+            CK(launch_step(&step, s));
             CK(keep_output(&last, s));
             CK(cudaStreamSynchronize(s));
             CK(judge_output(p, b.last_out, &checked, "second", row));
@@ -578,7 +655,7 @@ void runner_row(runner_t *r, const problem_t *p, const attn_kernel_t *k, result_
         bool check_last = r->verify && !r->timing.profile;
         if (r->before_timing) r->before_timing(r->before_timing_ctx);
         /* pushes warm-up, timed */
-        e = timer_run(r->timer, launch_step, &a, &r->timing, check_last ? &last_hooks : NULL, &t);
+        e = timer_run(r->timer, launch_step, &step, &r->timing, check_last ? &last_hooks : NULL, &t);
         if (e == cudaSuccess) {
             row->iters = t.times.n;
             row->median_us = t.times.median;
@@ -663,9 +740,13 @@ void runner_print_row(FILE *f, const result_row_t *row)
         snprintf(dtype, sizeof dtype, "%s", row->dtype);
     if (row->block_size) snprintf(cache, sizeof cache, "%s%d", row->cache, row->block_size);
     else snprintf(cache, sizeof cache, "%s", row->cache);
+    /* the whole step (--step append) is told in the last column, after the flags */
+    char flags[48];
+    snprintf(flags, sizeof flags, "%s%s%s", row->flags, row->flags[0] && !strcmp(row->step, "append") ? " " : "",
+             strcmp(row->step, "append") ? "" : "append");
     fprintf(f, "%-18s %5d %5d %4d %4d %4d %7d %5d %-5s %-10s %6d %-11s %10.2f %8.1f %6.1f %9.2e %-8s %5.0f %s\n",
             kernel, row->batch, row->beam, row->heads, row->kv_heads, row->head_dim, row->ctx,
             row->gen, dtype, cache, row->splits, row->status, row->median_us, row->gbps,
-            row->pct_peak_bw, row->rel_err, row->verified, row->sm_mhz, row->flags);
+            row->pct_peak_bw, row->rel_err, row->verified, row->sm_mhz, flags);
     fflush(f);
 }

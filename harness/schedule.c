@@ -14,7 +14,7 @@ static const device_info_t nominal = {
 
 double schedule_cost(const problem_t *p, const attn_kernel_t *k)
 {
-    if (k->unsupported(p)) return 0.0;
+    if (attn_kernel_unsupported(k, p)) return 0.0;
     attn_io_t io;
     if (k->peer || !k->plan || !k->io) {
         io.bytes = io_kv_bytes_stored(p) + io_qo_bytes(p) + io_table_bytes(p);

@@ -30,8 +30,8 @@
  *     ROWSPLIT (bifurcated context, W*p rows): every warp takes 16 rows and all
  *       64 keys, so a 64-row tile reads each K/V element once for all its rows.
  *
- * - The tensor-core body on an 8-bit cache (--kv-dtype fp8|int8; KEYSPLIT at d = 64,
- *   128, 256): tiles of 1-byte codes, in twice the stages, converted to T between
+ * - The tensor-core body on an 8-bit cache (--kv-dtype fp8|int8; KEYSPLIT and ROWSPLIT
+ *   at d = 64, 128, 256): tiles of 1-byte codes, in twice the stages, converted to T between
  *   shared memory and the mma (tc_scores8, tc_accumulate_pv8: ldmatrix of byte pairs,
  *   then cvt), exact since every code is a T value; K's scale is folded into the softmax
  *   scale and V's into the output, once per CTA, so the inner loop has no dequantising
@@ -453,7 +453,7 @@ struct tc_shape {
  * tile's keys and share the CTA's rows; else each warp holds 16 rows of its own), the
  * address mode ADDR, the pipeline stages ST (0: the default of the head dim) and the
  * cache's storage KV (kv_traits: T itself, or an 8-bit cache's codes, KV8, whose steps
- * are tc_scores8 and tc_accumulate_pv8; KEYSPLIT at d a multiple of 32 only). */
+ * are tc_scores8 and tc_accumulate_pv8; d a multiple of 32 only). */
 template <typename T_, int D_, int MT_, bool KEYSPLIT_, int ADDR_, int ST_ = 0, typename KV_ = T_>
 struct tc_traits {
     typedef T_ T;
@@ -463,7 +463,7 @@ struct tc_traits {
     typedef tc_shape<D_, MT_, KEYSPLIT_, ST_, KV8 ? 1 : 2> S;
     static constexpr int D = D_, MT = MT_, ADDR = ADDR_;
     static constexpr bool KEYSPLIT = KEYSPLIT_;
-    static_assert(!KV8 || (KEYSPLIT_ && D_ % 32 == 0), "8-bit K/V: the KEYSPLIT body, 32-dim steps");
+    static_assert(!KV8 || D_ % 32 == 0, "8-bit K/V: 32-dim steps");
     /* KEYSPLIT: Q's A fragments in registers for the whole loop where they fit
      * (32 registers, under the cap of at most two CTAs per SM), and S in two
      * accumulator chains up to d = 128 with one row tile. */
@@ -1154,7 +1154,8 @@ enum { ATTN_RING_DEFAULT = 0, ATTN_RING_LEAN = 1, ATTN_RING_DEEP = 2 };
 #define ATTN_DEEP_STAGES 4
 #endif
 /* The ring a problem's KEYSPLIT body gets when `ring` is asked for (an 8-bit cache has
- * no lean one: bifurcated, which asks for it, does not run it). */
+ * no lean one: bifurcated asks for it beside its wgmma context body only, which an 8-bit
+ * cache does not run). */
 static inline int attn_ring(const problem_t *p, int ring)
 {
     if (!attn_tc_path(p) || p->head_dim != 128) return ATTN_RING_DEFAULT;
@@ -1163,10 +1164,28 @@ static inline int attn_ring(const problem_t *p, int ring)
     return ring;
 }
 
-/* Shared memory of one CTA of the KEYSPLIT body of an 8-bit cache (tc_shape's KVB 1). */
-static inline int attn_smem_bytes_kv8(const problem_t *p, int ring)
+/* The pipeline stages (tc_shape's ST, doubled for 1-byte tiles) of the ROWSPLIT body on an
+ * 8-bit cache (bifurcated's context part): as many of its CTAs fit on an SM as of the
+ * 16-bit ROWSPLIT body's (3, 2 and 1 at d = 64, 128, 256), where the default's ring, and its
+ * ring of row offsets, twice as long, would fit one fewer at d = 64 and 128. */
+template <int D> struct kv8_rowsplit {
+    static constexpr int ST = D == 64 ? 3 : (D == 128 ? 2 : 0);
+    typedef tc_shape<D, 1, false, ST, 1> S;
+};
+
+/* Shared memory of one CTA of the KEYSPLIT body of an 8-bit cache (tc_shape's KVB 1),
+ * or of its ROWSPLIT body (kv8_rowsplit). */
+static inline int attn_smem_bytes_kv8(const problem_t *p, bool keysplit, int ring)
 {
     const int mt = attn_keysplit_mt(p);
+    if (!keysplit) {
+        switch (p->head_dim) {
+        case 64: return kv8_rowsplit<64>::S::SMEM;
+        case 128: return kv8_rowsplit<128>::S::SMEM;
+        case 256: return kv8_rowsplit<256>::S::SMEM;
+        default: return 0;
+        }
+    }
     if (attn_ring(p, ring) == ATTN_RING_DEEP) return tc_shape<128, 1, true, ATTN_DEEP_STAGES, 1>::SMEM;
     switch (p->head_dim) {
     case 64: return mt == 2 ? tc_shape<64, 2, true, 0, 1>::SMEM : tc_shape<64, 1, true, 0, 1>::SMEM;
@@ -1180,7 +1199,7 @@ static inline int attn_smem_bytes_kv8(const problem_t *p, int ring)
 static inline int attn_smem_bytes(const problem_t *p, bool keysplit, int ring = ATTN_RING_DEFAULT)
 {
     if (!attn_tc_path(p)) return cc_smem_bytes(p->head_dim);
-    if (keysplit && p->kv_quant != KV_QUANT_NONE) return attn_smem_bytes_kv8(p, ring);
+    if (p->kv_quant != KV_QUANT_NONE) return attn_smem_bytes_kv8(p, keysplit, ring);
     int mt = keysplit ? attn_keysplit_mt(p) : 1;
     if (keysplit && attn_ring(p, ring) == ATTN_RING_LEAN)
         return mt == 2 ? tc_shape<128, 2, true, ATTN_LEAN_STAGES>::SMEM : tc_shape<128, 1, true, ATTN_LEAN_STAGES>::SMEM;
@@ -1279,9 +1298,14 @@ typedef void (*attn_kernel_fn)(const attn_params_t);
  * not where the stream waits on an event in between. */
 cudaError_t attn_setup_keysplit(const problem_t *p, int addr, int ring);
 /* The KEYSPLIT (or CUDA-core) instantiation of an 8-bit cache for a problem, address
- * mode (ADDR_CONTIG, ADDR_PAGED) and ring, NULL for another; in fused_kv8.cu, which
- * compiles them beside fused.cu's. */
+ * mode and ring, NULL for another; in fused_kv8.cu, which compiles them beside fused.cu's
+ * (ADDR_CONTIG, ADDR_PAGED), and for bifurcated's per-part address modes (ADDR_CTX on the
+ * CUDA-core body, ADDR_DEC) in bifurcated_kv8_dec.cu, attn_keysplit_kv8_parts. */
 attn_kernel_fn attn_keysplit_kv8(const problem_t *p, int addr, int ring);
+attn_kernel_fn attn_keysplit_kv8_parts(const problem_t *p, int addr);
+/* The ROWSPLIT instantiation of an 8-bit cache (bifurcated's context part on tensor cores,
+ * ADDR_CTX or ADDR_PAGED), NULL for another; in bifurcated_kv8_ctx.cu. */
+attn_kernel_fn attn_rowsplit_kv8(const problem_t *p, int addr);
 cudaError_t attn_launch_keysplit(const problem_t *p, int addr, const attn_params_t *P, cudaStream_t stream,
                                  int ring);
 cudaError_t attn_launch_merge(const problem_t *p, const attn_params_t *P, cudaStream_t stream, bool pdl);

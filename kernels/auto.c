@@ -25,7 +25,11 @@
  * faster kernel, or one within 5% of it, on every row of the committed `bifurcated`
  * sweeps of both GPUs and both caches; tests/test_auto.c replays the model on them.
  * The model sums bifurcated's fixed cost and its context FLOPs, so near W = 4-8 on
- * MQA the crossings it finds are its own, not the kernels'. */
+ * MQA the crossings it finds are its own, not the kernels'.
+ * An 8-bit cache (docs/KV-QUANT.md) is weighed alike: each kernel's io() counts it at
+ * 1 B an element; bifurcated runs it on its mma.sync bodies (BIFURCATED_ROWSPLIT_FIXED_US),
+ * their tensor-core work at fused's rate, the steps being fused's. No 8-bit sweep has
+ * checked these crossings. */
 #include <stddef.h>
 #include "auto_internal.h"
 
@@ -76,11 +80,19 @@ double auto_predict_fused_us(const problem_t *p, const attn_plan_t *plan, const 
            fused_merge_us(fused_plan_merge_slots(p, plan));
 }
 
+/* bifurcated's tensor-core rate: BIFURCATED_TC_EFFICIENCY, fitted on the 16-bit sweeps;
+ * on an 8-bit cache, whose two parts run the mma.sync steps of fused's 8-bit body
+ * (tc_scores8, tc_accumulate_pv8) and never the wgmma one, fused's. */
+static double bifurcated_tc_efficiency(const problem_t *p)
+{
+    return p->kv_quant != KV_QUANT_NONE ? FUSED_TC_EFFICIENCY : BIFURCATED_TC_EFFICIENCY;
+}
+
 double auto_predict_bifurcated_us(const problem_t *p, const attn_plan_t *plan,
                                   const device_info_t *dev)
 {
     double tb, tf;
-    model_terms(&kernel_bifurcated, p, plan, dev, BIFURCATED_TC_EFFICIENCY, &tb, &tf);
+    model_terms(&kernel_bifurcated, p, plan, dev, bifurcated_tc_efficiency(p), &tb, &tf);
     double fixed = bifurcated_context_on_wgmma(plan) ? BIFURCATED_FIXED_US : BIFURCATED_ROWSPLIT_FIXED_US;
     return fixed + tb + tf;
 }
@@ -134,4 +146,5 @@ const attn_kernel_t kernel_auto = {
     .workspace_bytes = auto_workspace_bytes,
     .io = auto_io,
     .launch = auto_launch,
+    .runs_append = 1,
 };

@@ -34,7 +34,11 @@
  *     context part (mma.sync body); else (the decode part beside the wgmma body, its
  *     tiles over a split context, or many partials) a merge launch.
  * fp32 and head dims without a tensor-core instantiation run both parts on the
- * CUDA-core body. */
+ * CUDA-core body.
+ * An 8-bit cache (--kv-dtype fp8|int8) runs the mma.sync bodies on tiles of codes, on
+ * Hopper too: the context part ROWSPLIT (bifurcated_kv8_ctx.cu), the decode part `fused`'s
+ * KEYSPLIT after it (bifurcated_kv8_dec.cu), K's scale in the softmax scale and V's in
+ * each partial, so the merges are unchanged (docs/KV-QUANT.md). */
 #include <limits.h>
 #include <stdlib.h>
 #include <string.h>
@@ -98,7 +102,9 @@ static double bif_dec_read_us(const problem_t *p, const device_info_t *dev)
  * about even. */
 static bool bif_wgmma_fits(const problem_t *p, const device_info_t *dev)
 {
-    return dev && dev->cc == 90 && attn_tc_path(p) && p->head_dim == WG_D;
+    /* an 8-bit cache runs the mma.sync bodies (docs/KV-QUANT.md): the wgmma body reads
+     * 16-bit tiles */
+    return dev && dev->cc == 90 && attn_tc_path(p) && p->head_dim == WG_D && p->kv_quant == KV_QUANT_NONE;
 }
 static bool bif_wgmma(const attn_plan_t *plan) { return plan && (plan->variant & BIF_WGMMA); }
 /* Whether the plan splits the SMs between the parts (bif_ctx_sms, only with the wgmma body). */
@@ -161,9 +167,11 @@ static int wgmma_threads(bool wide, bool dec)
     return dec ? wg_threads<WG_KT_WIDE, true>() : wide ? wg_threads<WG_KT_WIDE, false>() : wg_threads<WG_KT, false>();
 }
 
-/* The context part's mma.sync instantiation (tensor-core path only). */
+/* The context part's mma.sync instantiation (tensor-core path only; an 8-bit cache's in
+ * bifurcated_kv8_ctx.cu). */
 static attn_kernel_fn ctx_pick(const problem_t *p, int addr)
 {
+    if (p->kv_quant != KV_QUANT_NONE) return attn_rowsplit_kv8(p, addr);
     if (p->dtype == DTYPE_FP16) return ctx_fn_t<__half>(p->head_dim, addr);
     return ctx_fn_t<__nv_bfloat16>(p->head_dim, addr);
 }
@@ -647,15 +655,6 @@ static cudaError_t bif_launch(attn_args_t *a, cudaStream_t stream)
     return attn_launch_merge(p, &P, stream, !concurrent);
 }
 
-/* What attn_core.cuh's bodies run, without an 8-bit cache: the wgmma context body and the
- * register-streaming decode body read K/V in the query dtype. */
-static const char *bif_unsupported(const problem_t *p)
-{
-    if (p->kv_quant != KV_QUANT_NONE)
-        return "bifurcated reads K/V in --dtype, not an 8-bit cache yet (--kv-dtype fp8|int8 runs on fused)";
-    return attn_core_unsupported(p);
-}
-
 extern "C" const attn_kernel_t kernel_bifurcated = {
     "bifurcated",
     "bifurcated attention: context read once per request for all W*p queries (wgmma on Hopper at "
@@ -664,8 +663,9 @@ extern "C" const attn_kernel_t kernel_bifurcated = {
     "stream or on the SMs a persistent context grid leaves), log-sum-exp merge",
     "contiguous (split context/decoded buffers), paged (shared context blocks); fp16, bf16 (tensor cores at "
     "d 64/80/96/128/256), fp32; d multiple of 8 up to 256; any h/g, W; indirection; --multi-block, --splits; "
-    "no 8-bit KV cache",
-    bif_unsupported,
+    "--kv-dtype fp8|int8 with --kv-scale tensor|head (both parts on mma.sync at d 64/128/256, Hopper too; "
+    "CUDA cores elsewhere); --step append",
+    attn_core_unsupported,
     bif_layout,
     bif_plan,
     bif_workspace_bytes,
@@ -674,4 +674,6 @@ extern "C" const attn_kernel_t kernel_bifurcated = {
     bif_setup,
     bif_launch,
     bif_teardown,
+    NULL, /* not a peer */
+    1,    /* runs --step append */
 };

@@ -336,7 +336,7 @@ extern "C" const attn_kernel_t kernel_fused = {
     "one fused decode-attention kernel per step: GQA-aware tiles on tensor cores, cp.async pipeline, split-KV",
     "contiguous, paged; fp16, bf16 (tensor cores at d 64/80/96/128/256), fp32; d multiple of 8 up to 256; "
     "any h/g; indirection; --multi-block off|on|auto, --splits N; "
-    "--kv-dtype fp8|int8 with --kv-scale tensor|head (tensor cores at d 64/128/256)",
+    "--kv-dtype fp8|int8 with --kv-scale tensor|head (tensor cores at d 64/128/256); --step append",
     attn_core_unsupported,
     fused_layout,
     fused_plan,
@@ -346,4 +346,6 @@ extern "C" const attn_kernel_t kernel_fused = {
     fused_setup,
     fused_launch,
     fused_teardown,
+    NULL, /* not a peer */
+    1,    /* runs --step append */
 };

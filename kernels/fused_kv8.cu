@@ -2,7 +2,7 @@
  * and CUDA-core bodies of attn_core.cuh over e4m3 or int8 codes, in a file of their own
  * so that they compile beside fused.cu's. fused.cu launches them (keysplit_pick) as it
  * launches its 16-bit ones, on a contiguous or paged cache, with indirection, and split
- * grids merged as theirs are. */
+ * grids merged as theirs are; bifurcated's decode part on a paged cache runs them too. */
 #include "attn_core.cuh"
 
 template <typename T, typename KV, int D, int MT>
@@ -58,6 +58,8 @@ static attn_kernel_fn kv8_pick(const problem_t *p, int addr, int ring)
 
 attn_kernel_fn attn_keysplit_kv8(const problem_t *p, int addr, int ring)
 {
+    /* bifurcated's per-part address modes: bifurcated_kv8_dec.cu */
+    if (addr == ADDR_CTX || addr == ADDR_DEC) return attn_keysplit_kv8_parts(p, addr);
     switch (p->kv_quant) {
     case KV_QUANT_FP8: return kv8_pick<kv_fp8>(p, addr, ring);
     case KV_QUANT_INT8: return kv8_pick<kv_int8>(p, addr, ring);

@@ -51,3 +51,11 @@ double io_flops(const problem_t *p)
 {
     return 4.0 * problem_streams(p) * p->heads * (double)problem_keys(p) * p->head_dim;
 }
+
+double io_append_bytes(const problem_t *p)
+{
+    if (p->step != STEP_APPEND) return 0.0;
+    double qkv = (double)problem_streams(p) * (p->heads + 2.0 * p->kv_heads) * p->head_dim *
+                 (double)dtype_size(p->dtype);
+    return qkv + problem_streams(p) * io_kv_row_bytes(p);
+}

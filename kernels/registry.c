@@ -19,3 +19,10 @@ const attn_kernel_t *attn_kernel_find(const char *name)
         if (strcmp(attn_kernels[i]->name, name) == 0) return attn_kernels[i];
     return NULL;
 }
+
+const char *attn_kernel_unsupported(const attn_kernel_t *k, const problem_t *p)
+{
+    if (p->step == STEP_APPEND && !k->runs_append)
+        return "--step append runs on fused, bifurcated and auto (the layouts its append kernel writes)";
+    return k->unsupported(p);
+}

@@ -68,6 +68,12 @@ typedef struct attn_args {
      * one float (--kv-scale tensor) or one per kv head (head): [2][kv_scale_entries(&geom)]
      * (problem/kv_quant.h); the cache holds codes, K/V = code * scale. NULL otherwise. */
     const float *kv_scale;
+    /* --step append: the current token's packed QKV [B*W, (h + 2g) * d] in dtype
+     * (problem/append.h), which kernels/append_step.h's kernel turns into q and the cache's
+     * current slot before the attention kernel runs; NULL otherwise. */
+    const void *qkv;
+    const float *rope_cs;          /* --step append: cos and sin of the current position's
+                                      angles, [d/2][2] (problem/append.h rope_cos_sin) */
     void *workspace;               /* plan-dependent scratch, workspace_bytes() long, zeroed once */
     void *state;                   /* the kernel's own, made by setup, freed by teardown */
     char why[ATTN_WHY_LEN];        /* setup's reason where it returns ATTN_SETUP_UNSUPPORTED */
@@ -95,6 +101,9 @@ struct attn_kernel {
      * from, "FlashInfer 0.7.2"; NULL for attnbench's own kernels. Sweeps without
      * --kernels run attnbench's own; `--kernels peers` names every peer. */
     const char *peer;
+    /* 1 where the kernel runs --step append: it reads the layouts append_launch writes
+     * (kernels/append_step.h), so the step's kernel can run before it. */
+    int runs_append;
     attn_approx_t approx;   /* ATTN_EXACT unless the kernel approximates attention */
 };
 
@@ -109,6 +118,9 @@ int bifurcated_context_on_wgmma(const attn_plan_t *plan);
 /* NULL-terminated, in kernel_list.h's order (attnbench's own, then the peers). */
 extern const attn_kernel_t *const attn_kernels[];
 const attn_kernel_t *attn_kernel_find(const char *name);
+/* NULL when kernel k runs problem p, else the reason, one line: --step append on a
+ * kernel without runs_append, else k->unsupported(p). */
+const char *attn_kernel_unsupported(const attn_kernel_t *k, const problem_t *p);
 
 /* The byte and FLOP arithmetic every kernel's model is built from. */
 double io_kv_row_bytes(const problem_t *p);          /* K and V of every kv head at one position,
@@ -126,6 +138,10 @@ double io_qo_bytes(const problem_t *p);               /* q read, out written */
  * once. */
 double io_table_bytes(const problem_t *p);
 double io_scale_bytes(const problem_t *p);           /* 2 floats, or 2 per kv head; 0 unquantised */
+/* --step append's own traffic: the packed QKV read and the K/V of the current position
+ * written at the cache's width (the rotated q it hands to attention stays in L2); 0 for
+ * --step attend. */
+double io_append_bytes(const problem_t *p);
 double io_flops(const problem_t *p);                  /* 4 * B*W * h * L * d */
 
 #ifdef __cplusplus

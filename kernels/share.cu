@@ -450,6 +450,7 @@ extern "C" const attn_kernel_t kernel_share = {
     share_setup,
     share_launch,
     share_teardown,
-    NULL,
+    NULL, /* not a peer */
+    0,    /* does not run --step append */
     ATTN_APPROX_SHARE,
 };

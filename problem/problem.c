@@ -14,6 +14,7 @@ problem_t problem_default(void)
         .kv_scale = KV_SCALE_TENSOR, .cache = CACHE_CONTIGUOUS,
         .block_size = 64, .indirection = false, .multi_block = MULTI_BLOCK_AUTO, .splits = 0,
         .q_scaling = 1.0, .layers = 1, .tp = 1, .model = NULL,
+        .step = STEP_ATTEND, .rope = ROPE_NEOX, .rope_base = 10000.0, .rope_scale = 1.0,
         .scores = SCORES_FLAT, .sink_logit = 10.0, .heavy_logit = 8.0, .recent_logit = 6.0,
         .share_fraction = 0.3, .share_map = NULL,
     };
@@ -42,6 +43,8 @@ static const char *const scores_names[] = {"flat", "peaked"};
 static const char *const cache_names[] = {"contiguous", "paged"};
 static const char *const multi_block_names[] = {"auto", "off", "on"};
 static const char *const attn_names[] = {"mha", "gqa", "mqa"};
+static const char *const step_names[] = {"attend", "append"};
+static const char *const rope_names[] = {"neox", "gptj"};
 
 size_t dtype_size(dtype_t t) { return t == DTYPE_FP32 ? 4 : (t == DTYPE_FP8 || t == DTYPE_INT8 ? 1 : 2); }
 const char *dtype_name(dtype_t t) { return dtype_names[t]; }
@@ -49,6 +52,8 @@ const char *cache_name(cache_kind_t c) { return cache_names[c]; }
 const char *multi_block_name(multi_block_t m) { return multi_block_names[m]; }
 const char *attn_type_name(attn_type_t a) { return attn_names[a]; }
 const char *kv_scale_name(kv_scale_t s) { return kv_scale_names[s]; }
+const char *step_name(step_kind_t s) { return step_names[s]; }
+const char *rope_name(rope_t r) { return rope_names[r]; }
 const char *scores_name(scores_t s) { return scores_names[s]; }
 
 double peak_logit_max(int head_dim, double q_scaling)
@@ -118,6 +123,22 @@ int multi_block_parse(const char *s, multi_block_t *out)
     return 0;
 }
 
+int step_parse(const char *s, step_kind_t *out)
+{
+    int i = lookup(s, step_names, 2);
+    if (i < 0) return -1;
+    *out = (step_kind_t)i;
+    return 0;
+}
+
+int rope_parse(const char *s, rope_t *out)
+{
+    int i = lookup(s, rope_names, 2);
+    if (i < 0) return -1;
+    *out = (rope_t)i;
+    return 0;
+}
+
 static int is_pow2(int x) { return x > 0 && (x & (x - 1)) == 0; }
 
 #define FAIL(...) do { snprintf(msg, msg_len, __VA_ARGS__); return -1; } while (0)
@@ -152,6 +173,14 @@ int problem_validate(const problem_t *p, char *msg, size_t msg_len)
         FAIL("--kv-dtype: unknown storage (%d)", (int)p->kv_quant);
     if (p->kv_scale != KV_SCALE_TENSOR && p->kv_scale != KV_SCALE_HEAD)
         FAIL("--kv-scale: unknown granularity (%d)", (int)p->kv_scale);
+    if (p->step != STEP_ATTEND && p->step != STEP_APPEND)
+        FAIL("--step: unknown step (%d)", (int)p->step);
+    if (p->rope != ROPE_NEOX && p->rope != ROPE_GPTJ) FAIL("--rope: unknown pairing (%d)", (int)p->rope);
+    /* base^(-2i/d) must fall from 1 as i grows, and positions must stay finite */
+    if (!(p->rope_base > 1.0) || !isfinite(p->rope_base))
+        FAIL("--rope-base must be a finite number above 1 (got %g)", p->rope_base);
+    if (!(p->rope_scale > 0.0) || !isfinite(p->rope_scale))
+        FAIL("--rope-scale must be a finite positive number (got %g)", p->rope_scale);
     if (p->scores == SCORES_PEAKED) {
         const struct { const char *opt; double v; } peaks[] = {
             {"--sink-logit", p->sink_logit}, {"--heavy-logit", p->heavy_logit}, {"--recent-logit", p->recent_logit},
@@ -192,7 +221,11 @@ void problem_describe(const problem_t *p, char *buf, size_t len)
     if (n < 0 || (size_t)n >= len) return;
     if (p->indirection) n += snprintf(buf + n, len - n, " indirection");
     if (n < 0 || (size_t)n >= len) return;
-    if (p->splits) snprintf(buf + n, len - n, " splits%d", p->splits);
+    if (p->splits) n += snprintf(buf + n, len - n, " splits%d", p->splits);
     else if (p->multi_block != MULTI_BLOCK_AUTO)
-        snprintf(buf + n, len - n, " multi-block-%s", multi_block_name(p->multi_block));
+        n += snprintf(buf + n, len - n, " multi-block-%s", multi_block_name(p->multi_block));
+    if (n < 0 || (size_t)n >= len || p->step != STEP_APPEND) return;
+    n += snprintf(buf + n, len - n, " append-%s", rope_name(p->rope));
+    if (n >= 0 && (size_t)n < len && (p->rope_base != 10000.0 || p->rope_scale != 1.0))
+        snprintf(buf + n, len - n, " base%g scale%g", p->rope_base, p->rope_scale);
 }

@@ -21,6 +21,13 @@ typedef enum { ATTN_MHA, ATTN_GQA, ATTN_MQA } attn_type_t;
  * the kernel dequantises with one scale per tensor or per kv head, for K and for V. */
 typedef enum { KV_QUANT_NONE, KV_QUANT_FP8, KV_QUANT_INT8 } kv_quant_t;
 typedef enum { KV_SCALE_TENSOR, KV_SCALE_HEAD } kv_scale_t;
+/* What one step does (--step): attend to the cache as it is, or first take the current
+ * token's packed QKV, rotate q and k (RoPE), store k and v in the cache's slot of the
+ * current position and then attend (problem/append.h). */
+typedef enum { STEP_ATTEND, STEP_APPEND } step_kind_t;
+/* RoPE's pairing of a head's elements (--rope): GPT-NeoX's halves (x, x + d/2) or
+ * GPT-J's neighbours (2i, 2i + 1). */
+typedef enum { ROPE_NEOX, ROPE_GPTJ } rope_t;
 /* --scores: the logical inputs' attention, flat (random q and K), or peaked as a trained
  * model's is (logical_data.h: attention sinks, heavy hitters, a recent window). */
 typedef enum { SCORES_FLAT, SCORES_PEAKED } scores_t;
@@ -53,6 +60,10 @@ typedef struct problem {
     int tp;               /* --tp: the heads split over this many GPUs (1: one GPU); a
                              kernel runs one share (tp_share), whose tp is 1 */
     const char *model;    /* preset name, NULL without one */
+    step_kind_t step;          /* --step: attend only, or append the current token first */
+    rope_t rope;          /* --step append: RoPE's pairing */
+    double rope_base;     /* --rope-base: the frequencies are base^(-2i/d) */
+    double rope_scale;    /* --rope-scale: linear position scaling, positions divided by it */
     scores_t scores;      /* --scores */
     double sink_logit, heavy_logit, recent_logit;   /* peaked: each class's logit boost */
     /* Share-Attention (the `share` kernel; exact kernels ignore them): the fraction of
@@ -82,6 +93,8 @@ const char *cache_name(cache_kind_t c);
 const char *multi_block_name(multi_block_t m);
 const char *attn_type_name(attn_type_t a);
 const char *kv_scale_name(kv_scale_t s);
+const char *step_name(step_kind_t s);
+const char *rope_name(rope_t r);
 const char *scores_name(scores_t s);
 int scores_parse(const char *s, scores_t *out);
 /* The most a peaked class's logit boost may be at head dimension d and q_scaling: what
@@ -96,13 +109,16 @@ int kv_dtype_parse(const char *s, dtype_t *out);
 int kv_scale_parse(const char *s, kv_scale_t *out);
 int cache_parse(const char *s, cache_kind_t *out);
 int multi_block_parse(const char *s, multi_block_t *out);
+int step_parse(const char *s, step_kind_t *out);
+int rope_parse(const char *s, rope_t *out);
 
 /* Checks the rules of SPEC §5. Returns 0 when valid; otherwise writes one line
  * naming the option and the rule it breaks into msg and returns -1. */
 int problem_validate(const problem_t *p, char *msg, size_t msg_len);
 
 /* A short readable name ("B1 W16 h32 g8 d128 ctx8192 gen128 fp16 contiguous"; an 8-bit
- * cache adds its storage and scales after the dtype: "fp16 kv-fp8/head"). */
+ * cache adds its storage and scales after the dtype: "fp16 kv-fp8/head"; --step append
+ * adds "append-neox" and, where they are not the defaults, the RoPE base and scale). */
 void problem_describe(const problem_t *p, char *buf, size_t len);
 
 #ifdef __cplusplus

@@ -4,6 +4,7 @@
 #include <math.h>
 #include <stdlib.h>
 #include "../problem/kv_fill.h"
+#include "../problem/append.h"
 
 /* Where a source's K/V come from. A source naming only some of its layout's
  * buffers is a caller's mistake; it must not silently fall back to logical data. */
@@ -42,10 +43,22 @@ static void dequantise(const ref_source_t *s, int which, int kv_head, double *ro
 
 /* K or V row (which) that stream `stream` attends to at position pos, in any layout, as
  * the cache holds it (dequantise: as the kernel reads it). */
+/* 1 where position pos is the current one of --step append, which the step writes: row
+ * is then what it writes for the stream whose K/V `stream` reads there (itself). */
+static int load_appended(const ref_source_t *s, int stream, int which, int kv_head, int pos,
+                         double *row)
+{
+    const problem_t *p = s->p;
+    if (p->step != STEP_APPEND || pos != append_position(p->ctx, p->gen)) return 0;
+    reference_append_kv(s, kv_source_stream(&s->geom, s->indirection, stream, pos), which, kv_head, row);
+    return 1;
+}
+
 static void load_row(const ref_source_t *s, source_mode_t mode, int stream, int which,
                      int kv_head, int pos, double *row)
 {
     const kv_geometry_t *g = &s->geom;
+    if (load_appended(s, stream, which, kv_head, pos, row)) return;
     if (mode == SOURCE_BUFFERS) {
         int in_ctx;
         int64_t off = kv_row_offset(g, s->block_table, s->indirection, stream, which, kv_head,
@@ -99,6 +112,7 @@ static void load_dec_row(const ref_source_t *s, source_mode_t mode, int stream, 
 {
     const kv_geometry_t *g = &s->geom;
     int from = kv_source_stream(g, s->indirection, stream, g->ctx + j);
+    if (load_appended(s, stream, which, kv_head, g->ctx + j, row)) return;
     if (mode == SOURCE_BUFFERS && g->layout == LAYOUT_BIFURCATED) {
         copy_row(s->kv_dec + kv_dec_offset(g, from, which, kv_head, j), g->head_dim, row);
     } else if (mode == SOURCE_BUFFERS) {
@@ -112,6 +126,10 @@ static void load_dec_row(const ref_source_t *s, source_mode_t mode, int stream, 
 static void load_query(const ref_source_t *s, int stream, int head, double *q)
 {
     const problem_t *p = s->p;
+    if (p->step == STEP_APPEND) {
+        reference_append_q(s, stream, head, q);
+        return;
+    }
     for (int x = 0; x < p->head_dim; ++x)
         q[x] = kv_query(s->seed, p->scores == SCORES_PEAKED, p->heads, p->kv_heads, p->head_dim, stream, head, x);
 }

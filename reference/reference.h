@@ -47,9 +47,19 @@ void reference_ctx_fill(const ref_source_t *src, int request, int kv_head, float
  * kv_source_stream (indirection); with buffers, through kv_row_offset. An 8-bit cache's
  * rows (codes' values, from either) are dequantised as the kernels do: each value times
  * its tensor's and kv head's scale (kv_quant.h), in double. out: d doubles.
+ * With --step append the query is reference_append_q's and each stream's current position
+ * holds reference_append_kv's rows, in both modes (buffers: the cache before the step).
  * A source that sets only some of the buffers its layout needs (or d above
  * REF_MAX_HEAD_DIM, or no memory for the logits) gives NaN in every element. */
 void reference_row(const ref_source_t *src, int stream, int head, double *out);
+
+/* --step append (problem/append.h): the query the step hands to attention, the packed
+ * QKV's q rotated in double and rounded to the dtype: d doubles. */
+void reference_append_q(const ref_source_t *src, int stream, int head, double *q);
+/* The K (which 0, rotated) or V row the step writes into the current slot of stream
+ * `stream`, as the cache holds it (append_store: an 8-bit cache's codes' values, which
+ * reference_row dequantises as any row of the cache): d doubles. */
+void reference_append_kv(const ref_source_t *src, int stream, int which, int kv_head, double *row);
 
 /* Error of a kernel's output against the reference, accumulated over rows. */
 typedef struct err_acc { double diff2, ref2, max_abs; long nonfinite, n; } err_acc_t;

@@ -38,7 +38,7 @@ static const col_desc_t cols[] = {
     S(ran), S(model), I(layers), S(args), D(sm_mhz, "%.0f"),
     D(peak_gbps, "%.0f"), D(peak_tflops, "%.0f"), D(pct_spec_bw, "%.2f"),
     D(workspace_bytes, "%.0f"), S(flags), I(device), S(kv_dtype),
-    I(tp), S(tp_us), D(approx_err, "%.3e"), D(kept, "%.4f"),
+    I(tp), S(tp_us), S(step), D(approx_err, "%.3e"), D(kept, "%.4f"),
 };
 #undef S
 #undef I
@@ -250,6 +250,12 @@ void csv_row_kv_dtype(const result_row_t *r, char *buf, size_t len)
     else if (!args_has(r, "--kv-dtype", buf, len) || !buf[0]) snprintf(buf, len, "%s", r->dtype);
 }
 
+void csv_row_step(const result_row_t *r, char *buf, size_t len)
+{
+    if (r->step[0]) snprintf(buf, len, "%s", r->step);
+    else if (!args_has(r, "--step", buf, len) || !buf[0]) snprintf(buf, len, "attend");
+}
+
 void csv_row_key(const result_row_t *r, char *buf, size_t len)
 {
     char splits[16];
@@ -273,6 +279,17 @@ void csv_row_key(const result_row_t *r, char *buf, size_t len)
     /* --tp N: the whole step over N GPUs, another row than one GPU's */
     char tp[16] = "";
     if (r->tp > 1) snprintf(tp, sizeof tp, "|tp=%d", r->tp);
+    /* --step append: another step than attend's, each RoPE setting another row */
+    char step[16], append[128] = "", rope[16] = "neox", base[32] = "10000", scale[32] = "1";
+    csv_row_step(r, step, sizeof step);
+    if (strcmp(step, "append") == 0) {
+        args_has(r, "--rope", rope, sizeof rope);
+        if (args_has(r, "--rope-base", base, sizeof base) && csv_parse_double(base, &q) == 0 && isfinite(q))
+            snprintf(base, sizeof base, "%.17g", q);
+        if (args_has(r, "--rope-scale", scale, sizeof scale) && csv_parse_double(scale, &q) == 0 && isfinite(q))
+            snprintf(scale, sizeof scale, "%.17g", q);
+        snprintf(append, sizeof append, "|append=%s/%s/%s", rope, base, scale);
+    }
     /* the inputs' scores and an approximation's settings, where the args name them */
     char approx[400] = "";
     static const char *const approx_opts[] = {"--scores", "--sink-logit", "--heavy-logit", "--recent-logit",
@@ -283,19 +300,21 @@ void csv_row_key(const result_row_t *r, char *buf, size_t len)
         if (args_has(r, approx_opts[i], v, sizeof v) && n < sizeof approx)
             snprintf(approx + n, sizeof approx - n, "|%s=%s", approx_opts[i] + 2, v);
     }
-    snprintf(buf, len, "%s|%s|%d|%d|%d|%d|%d|%d|%d|%s|%s|%d|%d|%s|%s|%s|%d|q%s|%s|%s%s%s%s",
+    snprintf(buf, len, "%s|%s|%d|%d|%d|%d|%d|%d|%d|%s|%s|%d|%d|%s|%s|%s|%d|q%s|%s|%s%s%s%s%s",
              r->gpu, r->kernel, r->batch, r->beam, r->heads, r->kv_heads, r->head_dim,
              r->ctx, r->gen, r->dtype, r->cache, r->block_size, r->indirection,
              r->multi_block, splits, r->model, r->layers, qs,
              args_has(r, "--hot", NULL, 0) ? "hot" : "flushed",
-             args_has(r, "--graph", NULL, 0) ? "graph" : "launches", kv, tp, approx);
+             args_has(r, "--graph", NULL, 0) ? "graph" : "launches", kv, tp, append, approx);
 }
 
-int csv_add_kv_dtype(csv_table_t *t, char *msg, size_t len)
+/* Gives t the column `col`, each row's value(row), where it has none. */
+static int add_column(csv_table_t *t, const char *col, void (*value)(const result_row_t *, char *, size_t),
+                      char *msg, size_t len)
 {
-    if (csv_column(t, "kv_dtype") >= 0)
+    if (csv_column(t, col) >= 0)
         return 0;
-    char *name = strdup("kv_dtype");
+    char *name = strdup(col);
     char **names = name != NULL ? realloc(t->names, (size_t)(t->ncols + 1) * sizeof *names) : NULL;
     if (names == NULL) {
         free(name);
@@ -308,7 +327,7 @@ int csv_add_kv_dtype(csv_table_t *t, char *msg, size_t len)
         char kv[32];
         if (csv_row_parse(t, row, &r) != 0)
             result_row_init(&r);
-        csv_row_kv_dtype(&r, kv, sizeof kv);
+        value(&r, kv, sizeof kv);
         char **cells = realloc(t->cells[row], (size_t)(t->ncols + 1) * sizeof *cells);
         if (cells != NULL)
             t->cells[row] = cells;
@@ -323,6 +342,16 @@ int csv_add_kv_dtype(csv_table_t *t, char *msg, size_t len)
     }
     t->names[t->ncols++] = name;
     return 0;
+}
+
+int csv_add_kv_dtype(csv_table_t *t, char *msg, size_t len)
+{
+    return add_column(t, "kv_dtype", csv_row_kv_dtype, msg, len);
+}
+
+int csv_add_step(csv_table_t *t, char *msg, size_t len)
+{
+    return add_column(t, "step", csv_row_step, msg, len);
 }
 
 /* ---- reading ---- */
@@ -569,6 +598,14 @@ static int check_row(const csv_table_t *t, int row, char *what, size_t len)
     if (tpu && (tp == 1 ? *tpu != '\0' : tp_us_check(tpu, (int)tp) != 0)) {
         snprintf(what, len, "column tp_us: '%.40s' is not %ld times joined by ';' (tp %ld)", tpu,
                  tp == 1 ? 0 : tp, tp);
+        return -1;
+    }
+    /* step: empty (a row of an earlier version: its args tell) or a known step, so that a
+     * row torn inside it (where it is the last column) reads as torn */
+    static const char *const steps[] = { "", "attend", "append" };
+    const char *stp = csv_cell(t, row, "step");
+    if (stp != NULL && !in_set(stp, steps, 3)) {
+        snprintf(what, len, "column step: '%.40s' is not attend or append", stp);
         return -1;
     }
     /* kept, the last column: empty, or a fraction written with four decimals, so that a

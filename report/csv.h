@@ -37,6 +37,7 @@ typedef struct result_row {
     int tp;            /* --tp: the GPUs the heads were split over; 1 on one GPU */
     char tp_us[96];    /* --tp: each GPU's median_us, in GPU order, joined by ';' (median_us
                           is their max); empty on one GPU */
+    char step[8];      /* --step: attend, or append (RoPE, quantise and append first) */
     double approx_err; /* an approximating kernel (share): the relative L2 error of its output
                           against exact attention on the same inputs; empty for exact kernels */
     double kept;       /* share: the fraction of heads that are essential */
@@ -44,7 +45,7 @@ typedef struct result_row {
 
 /* Every SPEC §6 column must be present in a file that is read; the appended ones
  * (ran, model, layers, args, sm_mhz, peak_gbps, peak_tflops, pct_spec_bw,
- * workspace_bytes, flags, device, kv_dtype, tp, tp_us, approx_err, kept) may be absent. */
+ * workspace_bytes, flags, device, kv_dtype, tp, tp_us, step, approx_err, kept) may be absent. */
 #define CSV_SPEC_COLUMNS 34
 extern const int csv_column_count;
 
@@ -104,16 +105,22 @@ int csv_append(csv_table_t *dst, const csv_table_t *src, char *msg, size_t len);
  * empty or holds "--splits"; otherwise it is the planner's choice, a result rather
  * than configuration. An 8-bit cache adds its storage and its --kv-scale (absent:
  * tensor); a cache in the dtype adds nothing, so keys of earlier rows stay theirs.
+ * --step append adds its RoPE settings (csv_row_step); attend, the default, nothing.
  * So do --scores peaked and its logits, --share-fraction, --share-map and --share-layer
  * where the args hold them. */
 void csv_row_key(const result_row_t *r, char *buf, size_t len);
 /* The row's KV storage: its kv_dtype, else (a row of a file written before that column)
  * the --kv-dtype of its args, else its dtype. */
 void csv_row_kv_dtype(const result_row_t *r, char *buf, size_t len);
+/* The row's step: its step column, else (a row of a file written before that column)
+ * the --step of its args, else attend. */
+void csv_row_step(const result_row_t *r, char *buf, size_t len);
 /* Gives a table read from a file written before the kv_dtype column that column, each
  * row's csv_row_kv_dtype, so that tables pivot and filter on it in any file; a table
  * that has it is left as it is. 0, or -1 (out of memory, with one line in msg). */
 int csv_add_kv_dtype(csv_table_t *t, char *msg, size_t len);
+/* The same for the step column (csv_row_step): attend for every row of an earlier file. */
+int csv_add_step(csv_table_t *t, char *msg, size_t len);
 /* How many of the columns, in order, the header of a results CSV (read from path) holds:
  * a file of an earlier version holds the first of them. Returns that count, or -1 with
  * one line in msg when its header is not such a prefix. */

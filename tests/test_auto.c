@@ -531,6 +531,52 @@ static void test_plan_follows_the_picked_kernel(void **state)
     assert_true(io.bytes < io_kv_bytes_replicated(&p) / 8);
 }
 
+/* An 8-bit cache: bifurcated runs it on the mma.sync bodies (no wgmma, Hopper or not), and
+ * auto weighs it as for a 16-bit cache, with the bytes its io() counts at 1 B an element
+ * and its tensor-core work at fused's rate: a shared context it reads once per request
+ * bifurcates, a lone stream stays fused. */
+static void test_8bit_cache_weighs_bifurcated_at_the_stored_width(void **state)
+{
+    (void)state;
+    device_info_t dev = test_h100();
+    const kv_quant_t quants[] = {KV_QUANT_FP8, KV_QUANT_INT8};
+    for (int q = 0; q < 2; ++q) {
+        problem_t p = shape(64, 8, 8192);
+        p.kv_quant = quants[q];
+        p.kv_scale = q ? KV_SCALE_HEAD : KV_SCALE_TENSOR;
+        assert_null(attn_kernel_find("bifurcated")->unsupported(&p));
+        attn_plan_t f, b;
+        plan_both(&p, &dev, &f, &b);
+        assert_int_equal(bifurcated_context_on_wgmma(&b), 0);
+        assert_int_equal(bifurcated_streams_decode(&b), 0);
+        assert_int_equal(b.ctx_sms, 0);
+        assert_string_equal(picks(p), "bifurcated");
+        assert_string_equal(picks(paged(p)), "bifurcated");
+        /* the model's bytes are io()'s: 1 B a K/V element */
+        const attn_io_t io = attn_kernel_find("bifurcated")->io(&p, &b);
+        assert_true(fabs(io.bytes - (io_kv_bytes_unique(&p) + io_qo_bytes(&p) + io_table_bytes(&p))) < 1.0);
+        /* its tensor-core work at fused's rate: the same mma.sync steps */
+        assert_true(fabs(auto_predict_bifurcated_us(&p, &b, &dev) -
+                         (BIFURCATED_ROWSPLIT_FIXED_US + (io.bytes + io.workspace_bytes) / 3090e3 +
+                          io.flops / (800e6 * FUSED_TC_EFFICIENCY))) < 1e-6);
+        /* nothing to share: one stream stays fused, MQA on a long context too (the 16-bit
+         * cache's wgmma context body bifurcates it) */
+        p = shape(1, 32, 8192);
+        p.kv_quant = quants[q];
+        assert_string_equal(picks(p), "fused");
+        p = shape(1, 1, 131072);
+        p.kv_quant = quants[q];
+        assert_string_equal(picks(p), "fused");
+        /* 16 streams sharing 32k keys: GQA bifurcates; MQA, bound by its tensor-core work
+         * on either kernel at the same rate, saves too few bytes to pay for the launches */
+        p = shape(16, 8, 32768);
+        p.kv_quant = quants[q];
+        assert_string_equal(picks(p), "bifurcated");
+        p.kv_heads = 1;
+        assert_string_equal(picks(p), "fused");
+    }
+}
+
 static void test_unsupported_by_bifurcated_falls_back(void **state)
 {
     (void)state;
@@ -563,6 +609,7 @@ int main(void)
         cmocka_unit_test(test_copier_where_decode_tiles_outnumber_context_tiles),
         cmocka_unit_test(test_model_terms),
         cmocka_unit_test(test_plan_follows_the_picked_kernel),
+        cmocka_unit_test(test_8bit_cache_weighs_bifurcated_at_the_stored_width),
         cmocka_unit_test(test_unsupported_by_bifurcated_falls_back),
     };
     return cmocka_run_group_tests_name("auto cost model", tests, NULL, NULL);

@@ -89,8 +89,19 @@ bad run --kv-dtype int8 --kv-scale tensor,head --kernel fused
 bad run --dtype int8 --kernel fused
 bad run --kv-dtype fp8 --kernel cublas
 bad run --kv-dtype int8 --kernel cublas-bifurcated
-bad run --kv-dtype fp8 --kernel bifurcated
 bad verify --suite kvq8
+
+# --step append: names, RoPE options without it or out of range, the kernels that do
+# not run it
+bad run --step decode --kernel fused
+bad run --step append --rope llama --kernel fused
+bad run --rope gptj --kernel fused
+bad run --rope-base 500000 --kernel fused
+bad run --step append --rope-base 1 --kernel fused
+bad run --step append --rope-scale -2 --kernel fused
+bad run --step append --kernel cublas
+bad run --step append --kernel cublas-bifurcated
+bad run --step append --kernel flashinfer
 
 # numbers and lists
 bad run --beam 1:3 --kernel fused

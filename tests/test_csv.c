@@ -156,7 +156,7 @@ static void header_lists_spec_columns_in_order(void **state)
     assert_string_equal(line, joined);
     /* the appended columns, kept last */
     assert_non_null(strstr(line, ",version,ran,model,layers,args,sm_mhz,peak_gbps,peak_tflops,pct_spec_bw,"
-                                 "workspace_bytes,flags,device,kv_dtype,tp,tp_us,approx_err,kept\n"));
+                                 "workspace_bytes,flags,device,kv_dtype,tp,tp_us,step,approx_err,kept\n"));
 }
 
 static void round_trip_keeps_every_field(void **state)
@@ -424,6 +424,71 @@ static void key_tells_the_kv_storage(void **state)
     assert_string_not_equal(kb, kc);
 }
 
+/* --step append rows: the step column round trips; the key tells append from attend
+ * and each RoPE setting apart (from args, as resume and compare read them); a row of a
+ * file without the column is attend unless its args say otherwise; table's view of an
+ * older file gets the column; a step text that is neither reads as torn. */
+static void key_tells_the_step(void **state)
+{
+    (void)state;
+    result_row_t a, b, back;
+    ok_row(&a, "fused", 4, 10.0);
+    b = a;
+    snprintf(b.step, sizeof b.step, "append");
+    snprintf(b.args, sizeof b.args, "--kernel fused --step append --rope neox --rope-base 10000 --rope-scale 1");
+    char ka[512], kb[512], kc[512], st[16];
+    csv_row_key(&a, ka, sizeof ka);
+    csv_row_key(&b, kb, sizeof kb);
+    assert_string_not_equal(ka, kb);
+    assert_null(strstr(ka, "append"));
+    assert_non_null(strstr(kb, "|append=neox/10000/1"));
+    csv_row_step(&a, st, sizeof st);
+    assert_string_equal(st, "attend");
+    result_row_t c = b;
+    c.step[0] = '\0';
+    csv_row_step(&c, st, sizeof st);
+    assert_string_equal(st, "append");
+    csv_row_key(&c, kc, sizeof kc);
+    assert_string_equal(kb, kc);
+    snprintf(c.args, sizeof c.args, "--kernel fused --step append --rope gptj --rope-base 1e4 --rope-scale 1");
+    csv_row_key(&c, kc, sizeof kc);
+    assert_non_null(strstr(kc, "|append=gptj/10000/1"));
+    snprintf(c.args, sizeof c.args, "--kernel fused --step append --rope neox --rope-base 10000 --rope-scale 4");
+    csv_row_key(&c, kc, sizeof kc);
+    assert_string_not_equal(kb, kc);
+
+    FILE *f = tmp_open();
+    csv_write_header(f);
+    csv_write_row(f, &b);
+    fclose(f);
+    csv_table_t t;
+    char msg[256];
+    assert_int_equal(csv_read(tmp_path, &t, msg, sizeof msg), 0);
+    assert_string_equal(csv_cell(&t, 0, "step"), "append");
+    assert_int_equal(csv_row_parse(&t, 0, &back), 0);
+    assert_string_equal(back.step, "append");
+    csv_free(&t);
+    unlink(tmp_path);
+    snprintf(b.step, sizeof b.step, "appen");
+    f = tmp_open();
+    csv_write_header(f);
+    csv_write_row(f, &b);
+    fclose(f);
+    if (csv_read(tmp_path, &t, msg, sizeof msg) == 0) {
+        assert_int_not_equal(csv_row_parse(&t, 0, &back), 0);
+        csv_free(&t);
+    }
+    unlink(tmp_path);
+
+    assert_int_equal(csv_read("tests/fixtures/compare_base.csv", &t, msg, sizeof msg), 0);
+    const int ncols = t.ncols;
+    assert_true(csv_column(&t, "step") < 0);
+    assert_int_equal(csv_add_step(&t, msg, sizeof msg), 0);
+    assert_int_equal(t.ncols, ncols + 1);
+    for (int r = 0; r < t.nrows; r++) assert_string_equal(csv_cell(&t, r, "step"), "attend");
+    csv_free(&t);
+}
+
 /* table's view of a file written before the kv_dtype column: every row gets it, from its
  * args or its dtype; a file that has it keeps its own. */
 static void older_files_get_a_kv_dtype_column(void **state)
@@ -493,7 +558,7 @@ static void appending_keeps_an_earlier_versions_columns(void **state)
     ok_row(&r, "bifurcated", 8, 42.0);
     /* tests/fixtures hold files written before the sm_mhz column */
     const char *old = "tests/fixtures/compare_base.csv";
-    assert_int_equal(csv_file_columns(old, msg, sizeof msg), csv_column_count - 12);
+    assert_int_equal(csv_file_columns(old, msg, sizeof msg), csv_column_count - 13);
 
     FILE *f = tmp_open();
     csv_write_header(f);
@@ -548,6 +613,7 @@ int main(void)
         cmocka_unit_test(key_joins_exactly_the_same_configuration),
         cmocka_unit_test(key_tells_the_kv_storage),
         cmocka_unit_test(older_files_get_a_kv_dtype_column),
+        cmocka_unit_test(key_tells_the_step),
         cmocka_unit_test(append_needs_the_same_columns),
         cmocka_unit_test(appending_keeps_an_earlier_versions_columns),
     };

@@ -78,7 +78,7 @@ static void test_tables_are_compulsory(void **state)
 }
 
 /* An 8-bit cache moves 1 B per K/V element, plus its scales (two floats, or two per kv
- * head); queries and output stay at --dtype; auto reads it with fused. */
+ * head); queries and output stay at --dtype. */
 static void test_8bit_cache_at_one_byte_an_element(void **state)
 {
     (void)state;
@@ -110,13 +110,44 @@ static void test_8bit_cache_at_one_byte_an_element(void **state)
         assert_true(by_head.bytes == elements + io_qo_bytes(&p) + 2.0 * g * sizeof(float));
     }
     /* the kernels that cannot read it say so */
-    assert_non_null(attn_kernel_find("bifurcated")->unsupported(&p));
     assert_non_null(attn_kernel_find("cublas")->unsupported(&p));
     assert_non_null(attn_kernel_find("cublas-bifurcated")->unsupported(&p));
     assert_null(attn_kernel_find("fused")->unsupported(&p));
+    assert_null(attn_kernel_find("bifurcated")->unsupported(&p));
     assert_null(attn_kernel_find("auto")->unsupported(&p));
     p.kv_quant = KV_QUANT_NONE;
     assert_true(io_scale_bytes(&p) == 0.0);
+}
+
+/* bifurcated on an 8-bit cache: the context once per request and each stream's decoded
+ * keys, at 1 B an element (on a paged cache, the per-stream copies of a partly filled last
+ * context block too), plus the scales; against the 16-bit cache, half the K/V bytes. */
+static void test_bifurcated_8bit_bytes_at_the_stored_width(void **state)
+{
+    (void)state;
+    const int B = 2, W = 4, h = 32, g = 8, d = 128, ctx = 1000, gen = 40;
+    problem_t caches[2] = {test_problem(B, W, h, g, d, ctx, gen), test_paged_problem(B, W, h, g, d, ctx, gen, 64)};
+    for (int c = 0; c < 2; ++c) {
+        problem_t p = caches[c];
+        int splits;
+        const attn_io_t wide = io_of("bifurcated", &p, &splits);
+        const double shared = c == 0 ? ctx : (double)(ctx / 64 * 64);
+        const double rows = (double)B * shared + (double)B * W * (ctx + gen - shared);
+        const double tables = c == 0 ? 0.0 : (double)B * W * ((ctx + gen + 63) / 64) * 4;
+        assert_true(fabs(wide.bytes - (rows * 2 * g * d * 2 + io_qo_bytes(&p) + tables)) < 1.0);
+        const kv_quant_t quants[] = {KV_QUANT_FP8, KV_QUANT_INT8};
+        for (int q = 0; q < 2; ++q) {
+            p.kv_quant = quants[q];
+            p.kv_scale = q ? KV_SCALE_HEAD : KV_SCALE_TENSOR;
+            const double scales = 2.0 * (q ? g : 1) * sizeof(float);
+            const attn_io_t io = io_of("bifurcated", &p, &splits);
+            assert_true(fabs(io.bytes - (rows * 2 * g * d + io_qo_bytes(&p) + tables + scales)) < 1.0);
+            assert_true(fabs((wide.bytes - io.bytes) - (rows * 2 * g * d - scales)) < 1.0);
+            assert_true(io.flops == wide.flops);
+            /* contiguous: every byte once */
+            if (c == 0) assert_true(fabs(io.bytes - io.unique_bytes) < 1.0);
+        }
+    }
 }
 
 int main(void)
@@ -126,6 +157,7 @@ int main(void)
         cmocka_unit_test(test_bifurcated_bytes_are_unique),
         cmocka_unit_test(test_tables_are_compulsory),
         cmocka_unit_test(test_8bit_cache_at_one_byte_an_element),
+        cmocka_unit_test(test_bifurcated_8bit_bytes_at_the_stored_width),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

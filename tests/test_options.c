@@ -212,6 +212,59 @@ static void test_sweep_lists(void **state)
                                      GRID_FIELD_BLOCK_SIZE | GRID_FIELD_MULTI_BLOCK);
 }
 
+/* --step append and its RoPE options: one value each, into every point; the RoPE
+ * options without --step append, unknown names and out-of-range numbers refused. */
+static void test_step_options(void **state)
+{
+    (void)state;
+    options_t o;
+    parse_ok(CMD_RUN, "run --kernel fused --step append --rope gptj --rope-base 500000 --rope-scale 8", &o);
+    assert_int_equal(o.grid_set, GRID_FIELD_STEP | GRID_FIELDS_ROPE);
+    problem_t *pts;
+    int n;
+    char msg[256];
+    assert_int_equal(grid_expand(&o.grid, &pts, &n, msg, sizeof msg), 0);
+    assert_int_equal(n, 1);
+    assert_int_equal(pts[0].step, STEP_APPEND);
+    assert_int_equal(pts[0].rope, ROPE_GPTJ);
+    assert_true(pts[0].rope_base == 500000.0 && pts[0].rope_scale == 8.0);
+    free(pts);
+    /* the defaults: attend; append with NeoX pairs, base 10000, no scaling */
+    parse_ok(CMD_RUN, "run --kernel fused", &o);
+    assert_int_equal(o.grid.step, STEP_ATTEND);
+    parse_ok(CMD_SWEEP, "sweep --step append --beam 1,4 --out s.csv", &o);
+    assert_int_equal(grid_expand(&o.grid, &pts, &n, msg, sizeof msg), 0);
+    assert_int_equal(n, 2);
+    for (int i = 0; i < n; ++i)
+        assert_true(pts[i].step == STEP_APPEND && pts[i].rope == ROPE_NEOX && pts[i].rope_base == 10000.0 &&
+                    pts[i].rope_scale == 1.0);
+    free(pts);
+
+    expect_bad(CMD_RUN, "run --kernel fused --step prefill", "--step: 'prefill' is not attend or append");
+    expect_bad(CMD_RUN, "run --kernel fused --step append --rope llama", "--rope: 'llama' is not neox or gptj");
+    expect_bad(CMD_RUN, "run --kernel fused --rope gptj", "need --step append");
+    expect_bad(CMD_RUN, "run --kernel fused --step attend --rope-base 500000", "need --step append");
+    expect_bad(CMD_SWEEP, "sweep --rope-scale 4 --out s.csv", "need --step append");
+    expect_bad(CMD_RUN, "run --kernel fused --step append --rope-base 1", "--rope-base must be above 1");
+    expect_bad(CMD_RUN, "run --kernel fused --step append --rope-base 0", "--rope-base must be positive");
+    expect_bad(CMD_RUN, "run --kernel fused --step append --rope-base nan", "--rope-base: 'nan' is not a number");
+    expect_bad(CMD_RUN, "run --kernel fused --step append --rope-scale 0", "--rope-scale must be positive");
+    expect_bad(CMD_RUN, "run --kernel fused --step append --rope-scale x", "--rope-scale: 'x' is not a number");
+    expect_bad(CMD_RUN, "run --kernel fused --step", "--step needs a value");
+
+    /* a suite line: the same rule, on the line's own options */
+    char line[] = "suite --step attend --rope gptj", ok_line[] = "suite --step append --rope gptj";
+    char *argv[8], *ok_argv[8];
+    int argc = 0, ok_argc = 0;
+    for (char *save, *t = strtok_r(line, " ", &save); t; t = strtok_r(NULL, " ", &save)) argv[argc++] = t;
+    for (char *save, *t = strtok_r(ok_line, " ", &save); t; t = strtok_r(NULL, " ", &save)) ok_argv[ok_argc++] = t;
+    argv[argc] = ok_argv[ok_argc] = NULL;
+    assert_int_equal(options_parse_suite_line(argc, argv, &o, msg, sizeof msg), -1);
+    assert_non_null(strstr(msg, "need --step append"));
+    assert_int_equal(options_parse_suite_line(ok_argc, ok_argv, &o, msg, sizeof msg), 0);
+    assert_int_equal(o.grid.rope, ROPE_GPTJ);
+}
+
 /* --kv-dtype and --kv-scale: lists on the grid, one value for run; the scale axis only
  * on 8-bit points; a 16-bit cache only in the queries' dtype; bad names refused. */
 static void test_kv_dtype_options(void **state)
@@ -773,6 +826,7 @@ int main(void)
         cmocka_unit_test(test_bad_command_lines),
         cmocka_unit_test(test_suite_lines),
         cmocka_unit_test(test_suite_command_line_wins),
+        cmocka_unit_test(test_step_options),
         cmocka_unit_test(test_suite_errors),
         cmocka_unit_test(test_scores_and_share_options),
         cmocka_unit_test(test_shipped_suites_load),
