@@ -16,14 +16,15 @@ int cmd_table(int argc, char **argv)
         return rc < 0 ? 2 : 0;
     }
     csv_table_t t, more;
-    /* files from before the kv_dtype and step columns get them (each row's cache was in
-     * its dtype, each step attend), so that --rows, --cols and --where take them whatever
-     * the file */
+    /* files from before the kv_dtype, step and ctx_dist columns get them (each row's cache
+     * was in its dtype, each step attend, its batch not ragged), so that --rows, --cols and
+     * --where take them whatever the file */
     if (csv_read(o.inputs[0], &t, msg, sizeof msg) != 0) {
         cmd_error("table", "%s", msg);
         return 2;
     }
-    if (csv_add_kv_dtype(&t, msg, sizeof msg) != 0 || csv_add_step(&t, msg, sizeof msg) != 0) {
+    if (csv_add_kv_dtype(&t, msg, sizeof msg) != 0 || csv_add_step(&t, msg, sizeof msg) != 0 ||
+        csv_add_ctx_dist(&t, msg, sizeof msg) != 0) {
         cmd_error("table", "%s: %s", o.inputs[0], msg);
         csv_free(&t);
         return 2;
@@ -34,7 +35,8 @@ int cmd_table(int argc, char **argv)
             csv_free(&t);
             return 2;
         }
-        if (csv_add_kv_dtype(&more, msg, sizeof msg) != 0 || csv_add_step(&more, msg, sizeof msg) != 0) {
+        if (csv_add_kv_dtype(&more, msg, sizeof msg) != 0 || csv_add_step(&more, msg, sizeof msg) != 0 ||
+            csv_add_ctx_dist(&more, msg, sizeof msg) != 0) {
             cmd_error("table", "%s: %s", o.inputs[i], msg);
             csv_free(&more);
             csv_free(&t);

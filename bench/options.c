@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "../problem/presets.h"
+#include "../problem/ctx_dist.h"
 #include "../problem/share_map.h"
 #include "../harness/timing.h"
 #include "../harness/tp.h"
@@ -25,7 +26,7 @@ enum opt_id {
     OPT_PAPER, OPT_FORMAT, OPT_THRESHOLD, OPT_CHANGES, OPT_HELP,
     OPT_NO_VERIFY, OPT_VERIFY_TIME, OPT_MAX_NOISE, OPT_MAX_TIME, OPT_DRY_RUN, OPT_SHARD,
     OPT_DEVICES, OPT_KV_DTYPE, OPT_KV_SCALE, OPT_VS_PEERS, OPT_STEP, OPT_ROPE, OPT_ROPE_BASE,
-    OPT_ROPE_SCALE, OPT_SCORES, OPT_SINK_LOGIT, OPT_HEAVY_LOGIT, OPT_RECENT_LOGIT, OPT_SHARE_FRACTION,
+    OPT_ROPE_SCALE, OPT_CTX_DIST, OPT_SCORES, OPT_SINK_LOGIT, OPT_HEAVY_LOGIT, OPT_RECENT_LOGIT, OPT_SHARE_FRACTION,
     OPT_SHARE_MAP, OPT_SHARE_LAYER,
 };
 
@@ -52,6 +53,8 @@ static const opt_def_t opt_defs[] = {
     {"head-dim", required_argument, OPT_HEAD_DIM, 'd', PROBLEM, GRID_FIELD_HEAD_DIM},
     {"ctx", required_argument, OPT_CTX, 'c', PROBLEM, GRID_FIELD_CTX},
     {"gen", required_argument, OPT_GEN, 0, PROBLEM, GRID_FIELD_GEN},
+    /* ragged batches: each request's own context length (docs/RAGGED.md) */
+    {"ctx-dist", required_argument, OPT_CTX_DIST, 0, PROBLEM, GRID_FIELD_CTX_DIST},
     {"dtype", required_argument, OPT_DTYPE, 't', PROBLEM, GRID_FIELD_DTYPE},
     {"kv-dtype", required_argument, OPT_KV_DTYPE, 0, PROBLEM, GRID_FIELD_KV_DTYPE},
     {"kv-scale", required_argument, OPT_KV_SCALE, 0, PROBLEM, GRID_FIELD_KV_SCALE},
@@ -444,6 +447,36 @@ static int apply_table_option(const opt_def_t *d, const char *arg, options_t *o,
     }
 }
 
+/* The distributions of --ctx-dist, each parsed (its file read) once and kept for the
+ * process: grid points point at them through every suite line and row. */
+#ifndef ATTNBENCH_SUITE_DIR
+#define ATTNBENCH_SUITE_DIR "bench/suites"
+#endif
+#define CTX_DISTS_MAX 64
+static ctx_dist_t ctx_dists[CTX_DISTS_MAX];
+static int n_ctx_dists;
+
+static int ctx_dist_option(const char *arg, command_t mode, const ctx_dist_t **out, char *msg, size_t len)
+{
+    /* a suite's file:NAME is a file beside the suites (bench/suites/NAME), whatever the
+     * working directory; the rows record its full path */
+    char spec[CTX_DIST_SPEC_LEN];
+    if (mode == SUITE_LINE && strncmp(arg, "file:", 5) == 0 && arg[5] && arg[5] != '/') {
+        if (snprintf(spec, sizeof spec, "file:%s/%s", ATTNBENCH_SUITE_DIR, arg + 5) >= (int)sizeof spec)
+            FAIL("--ctx-dist %s: the path beside the suites is too long", arg);
+        arg = spec;
+    }
+    for (int i = 0; i < n_ctx_dists; ++i)
+        if (strcmp(ctx_dists[i].spec, arg) == 0) {
+            *out = &ctx_dists[i];
+            return 0;
+        }
+    if (n_ctx_dists == CTX_DISTS_MAX) FAIL("--ctx-dist: more than %d distributions", CTX_DISTS_MAX);
+    if (ctx_dist_parse(arg, &ctx_dists[n_ctx_dists], msg, len) != 0) return -1;
+    *out = &ctx_dists[n_ctx_dists++];
+    return 0;
+}
+
 static int apply_option(const opt_def_t *d, const char *arg, command_t mode, options_t *o,
                         char *msg, size_t len)
 {
@@ -527,6 +560,7 @@ static int apply_option(const opt_def_t *d, const char *arg, command_t mode, opt
         if (!(g->rope_base > 1.0)) FAIL("--rope-base must be above 1 (got %s)", arg);
         return 0;
     case OPT_ROPE_SCALE: return parse_positive_double(opt, arg, &g->rope_scale, msg, len);
+    case OPT_CTX_DIST: return ctx_dist_option(arg, mode, &g->ctx_dist, msg, len);
     case OPT_KERNEL:
         if (!attn_kernel_find(arg)) FAIL("--kernel: unknown kernel '%s' (attnbench list shows them)", arg);
         o->kernels[0] = attn_kernel_find(arg)->name;

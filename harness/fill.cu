@@ -93,8 +93,10 @@ struct contiguous_source {
         uint64_t row = div_u64((uint64_t)e, (uint32_t)g.head_dim);
         int x = (int)((uint64_t)e - row * g.head_dim);
         row_coords c = split_row(row, (uint32_t)(g.ctx + g.gen), (uint32_t)g.kv_heads);
+        const bool padding = c.pos >= kv_keys_of(&g, c.outer); /* past a ragged stream's keys */
 #pragma unroll
-        for (int i = 0; i < N; ++i) v[i] = kv_stored(&g, seed, c.outer, c.which, c.head, c.pos, x + i);
+        for (int i = 0; i < N; ++i)
+            v[i] = padding ? quiet_nan() : kv_stored(&g, seed, c.outer, c.which, c.head, c.pos, x + i);
     }
     __device__ float scalar(int64_t e) const { return kv_contiguous_value(&g, seed, e); }
 };
@@ -111,7 +113,7 @@ struct paged_source {
         int block = c.outer, slot = c.pos;
         int stream = owner[block];
         int pos = first_pos[block] + slot;
-        if (stream < 0 || pos >= g.ctx + g.gen) {
+        if (stream < 0 || pos >= kv_keys_of(&g, stream)) {
 #pragma unroll
             for (int i = 0; i < N; ++i) v[i] = quiet_nan();
             return;
@@ -130,9 +132,10 @@ struct ctx_source {
         uint64_t row = div_u64((uint64_t)e, (uint32_t)g.head_dim);
         int x = (int)((uint64_t)e - row * g.head_dim);
         row_coords c = split_row(row, (uint32_t)g.ctx, (uint32_t)g.kv_heads);
+        const bool padding = c.pos >= kv_ctx_of(&g, c.outer); /* past a ragged request's context */
 #pragma unroll
         for (int i = 0; i < N; ++i)
-            v[i] = kv_store(&g, kv_ctx_logical(&g, seed, c.outer, c.which, c.head, c.pos, x + i), c.which, c.head);
+            v[i] = padding ? quiet_nan() : kv_store(&g, kv_ctx_logical(&g, seed, c.outer, c.which, c.head, c.pos, x + i), c.which, c.head);
     }
     __device__ float scalar(int64_t e) const { return kv_ctx_value(&g, seed, e); }
 };

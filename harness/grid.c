@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include "../problem/ctx_dist.h"
 
 #define FAIL(...) do { snprintf(msg, len, __VA_ARGS__); return -1; } while (0)
 
@@ -165,6 +166,7 @@ static void point_at(const grid_t *g, const int *idx, problem_t *p)
     p->rope = g->rope;
     p->rope_base = g->rope_base;
     p->rope_scale = g->rope_scale;
+    problem_set_ctx_dist(p, g->ctx_dist); /* after batch: a ragged point's ctx is its longest */
     p->scores = g->scores;
     p->sink_logit = g->sink_logit;
     p->heavy_logit = g->heavy_logit;
@@ -212,6 +214,8 @@ static int check_axes(const grid_t *g, char *msg, size_t len)
     if (g->n_kv_dtype < 0 || g->n_kv_dtype > 5) FAIL("--kv-dtype: more than %d values", 5);
     if (g->n_kv_scale < 1) FAIL("--kv-scale: empty list");
     if (g->n_kv_scale > 2) FAIL("--kv-scale: more than %d values", 2);
+    if (ctx_dist_ragged(g->ctx_dist) && g->ctx.n > 1)
+        FAIL("--ctx lists %d values but --ctx-dist %s gives every context length", g->ctx.n, g->ctx_dist->spec);
     long n = grid_count(g);
     if (n > GRID_POINTS_MAX)
         FAIL("the grid has more than %d points; split it into suite lines", GRID_POINTS_MAX);
@@ -299,6 +303,7 @@ void grid_override(grid_t *dst, const grid_t *src, unsigned fields)
     if (fields & GRID_FIELD_ROPE) dst->rope = src->rope;
     if (fields & GRID_FIELD_ROPE_BASE) dst->rope_base = src->rope_base;
     if (fields & GRID_FIELD_ROPE_SCALE) dst->rope_scale = src->rope_scale;
+    if (fields & GRID_FIELD_CTX_DIST) dst->ctx_dist = src->ctx_dist;
     if (fields & GRID_FIELD_SCORES) dst->scores = src->scores;
     if (fields & GRID_FIELD_SINK_LOGIT) dst->sink_logit = src->sink_logit;
     if (fields & GRID_FIELD_HEAVY_LOGIT) dst->heavy_logit = src->heavy_logit;

@@ -39,6 +39,8 @@ typedef struct grid {
     step_kind_t step;                     /* --step, and --step append's RoPE settings */
     rope_t rope;
     double rope_base, rope_scale;
+    const struct ctx_dist *ctx_dist; /* --ctx-dist (problem/ctx_dist.h), NULL: fixed; outlives
+                                        the grid's points, whose lengths it gives */
     scores_t scores;                 /* --scores, and peaked's logit boosts */
     double sink_logit, heavy_logit, recent_logit;
     double share_fraction;           /* --share-fraction (share) */
@@ -58,9 +60,9 @@ enum grid_field {
     GRID_FIELD_Q_SCALING = 1u << 13, GRID_FIELD_MODEL = 1u << 14, GRID_FIELD_LAYERS = 1u << 15,
     GRID_FIELD_KV_DTYPE = 1u << 16, GRID_FIELD_KV_SCALE = 1u << 17, GRID_FIELD_TP = 1u << 18,
     GRID_FIELD_STEP = 1u << 19, GRID_FIELD_ROPE = 1u << 20, GRID_FIELD_ROPE_BASE = 1u << 21,
-    GRID_FIELD_ROPE_SCALE = 1u << 22,
-    GRID_FIELD_SCORES = 1u << 23, GRID_FIELD_SINK_LOGIT = 1u << 24, GRID_FIELD_HEAVY_LOGIT = 1u << 25,
-    GRID_FIELD_RECENT_LOGIT = 1u << 26, GRID_FIELD_SHARE_FRACTION = 1u << 27, GRID_FIELD_SHARE_MAP = 1u << 28,
+    GRID_FIELD_ROPE_SCALE = 1u << 22, GRID_FIELD_CTX_DIST = 1u << 23,
+    GRID_FIELD_SCORES = 1u << 24, GRID_FIELD_SINK_LOGIT = 1u << 25, GRID_FIELD_HEAVY_LOGIT = 1u << 26,
+    GRID_FIELD_RECENT_LOGIT = 1u << 27, GRID_FIELD_SHARE_FRACTION = 1u << 28, GRID_FIELD_SHARE_MAP = 1u << 29,
 };
 /* The options that only --step append takes. */
 #define GRID_FIELDS_ROPE (GRID_FIELD_ROPE | GRID_FIELD_ROPE_BASE | GRID_FIELD_ROPE_SCALE)
@@ -78,7 +80,8 @@ int grid_validate(const grid_t *g, char *msg, size_t len);
  *   dtype, kv_dtype, kv_scale (8-bit points only), cache, block_size, heads, kv_heads,
  *   head_dim, multi_block, splits, ctx, gen, batch, beam
  * so that consecutive rows of a sweep walk the beam width, then the batch, at a fixed
- * context, as the paper's tables are laid out. Every point is validated (grid_validate);
+ * context, as the paper's tables are laid out. A ragged --ctx-dist gives each point its
+ * lengths and its longest as ctx (one --ctx value, not used, or none). Every point is validated (grid_validate);
  * on success *out is malloc'd (caller frees) and holds *n points; on -1 *out is NULL. */
 int grid_expand(const grid_t *g, problem_t **out, int *n, char *msg, size_t len);
 

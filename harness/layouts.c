@@ -69,7 +69,13 @@ static int64_t pool_blocks(int64_t batch, int64_t beam, int ctx, int keys, int b
 
 int64_t paged_block_count(const problem_t *p)
 {
-    return pool_blocks(p->batch, p->beam, p->ctx, problem_keys(p), p->block_size);
+    if (!problem_ragged(p)) return pool_blocks(p->batch, p->beam, p->ctx, problem_keys(p), p->block_size);
+    int64_t total = 0; /* each request its own blocks */
+    for (int b = 0; b < p->batch; ++b) {
+        const int ctx = problem_ctx_len(p, b);
+        total += pool_blocks(1, p->beam, ctx, ctx + p->gen, p->block_size);
+    }
+    return total;
 }
 
 void paged_map_free(paged_map_t *m)
@@ -100,7 +106,6 @@ int paged_map_build(const problem_t *p, uint64_t seed, paged_map_t *m)
     if (count <= 0 || count > INT32_MAX) return -1;
     const int W = p->beam, S = p->block_size;
     const int per_seq = kv_blocks_for(problem_keys(p), S);
-    const int shared = p->ctx / S;
     const int64_t streams = problem_streams(p);
 
     m->num_blocks = (int)count;
@@ -116,9 +121,14 @@ int paged_map_build(const problem_t *p, uint64_t seed, paged_map_t *m)
     }
     shuffle_identity(perm, (int)count, seed);
 
+    /* a ragged batch's shorter requests leave the end of their table rows unused:
+     * block 0, so that nothing reading one stays outside the pool */
+    memset(m->table, 0, (size_t)(streams * per_seq) * sizeof *m->table);
     int64_t next = 0;
     for (int b = 0; b < p->batch; ++b) {
         const int64_t first_stream = (int64_t)b * W;
+        const int ctx = problem_ctx_len(p, b), shared = ctx / S;
+        const int blocks = kv_blocks_for(ctx + p->gen, S);
         for (int j = 0; j < shared; ++j) {
             int32_t phys = perm[next++];
             m->owner[phys] = (int32_t)first_stream;
@@ -126,7 +136,7 @@ int paged_map_build(const problem_t *p, uint64_t seed, paged_map_t *m)
             for (int w = 0; w < W; ++w) m->table[(first_stream + w) * per_seq + j] = phys;
         }
         for (int w = 0; w < W; ++w) {
-            for (int j = shared; j < per_seq; ++j) {
+            for (int j = shared; j < blocks; ++j) {
                 int32_t phys = perm[next++];
                 m->owner[phys] = (int32_t)(first_stream + w);
                 m->first_pos[phys] = j * S;
@@ -145,7 +155,7 @@ int paged_map_build(const problem_t *p, uint64_t seed, paged_map_t *m)
  * beam-search reordering. */
 int32_t *beam_history_build(const problem_t *p, uint64_t seed)
 {
-    const int W = p->beam, ctx = p->ctx, L = problem_keys(p);
+    const int W = p->beam, L = problem_keys(p);
     int32_t *hist = malloc((size_t)problem_streams(p) * (size_t)L * sizeof *hist);
     int32_t *ancestor = malloc((size_t)W * sizeof *ancestor);
     int32_t *parent = malloc((size_t)W * sizeof *parent);
@@ -158,12 +168,14 @@ int32_t *beam_history_build(const problem_t *p, uint64_t seed)
     rng_t r = rng_make(seed, RNG_DOMAIN_BEAM);
     for (int b = 0; b < p->batch; ++b) {
         int32_t *req = hist + (int64_t)b * W * L;
+        /* a ragged request's keys end at its own length; the padding after reads itself */
+        const int ctx = problem_ctx_len(p, b), keys = ctx + p->gen;
         for (int w = 0; w < W; ++w) {
             for (int t = 0; t < ctx; ++t) req[(int64_t)w * L + t] = w;
-            req[(int64_t)w * L + L - 1] = w;
+            for (int t = keys - 1; t < L; ++t) req[(int64_t)w * L + t] = w;
             ancestor[w] = w;
         }
-        for (int t = L - 2; t >= ctx; --t) {
+        for (int t = keys - 2; t >= ctx; --t) {
             for (int v = 0; v < W; ++v) parent[v] = (int32_t)rng_below(&r, W);
             for (int w = 0; w < W; ++w) {
                 ancestor[w] = parent[ancestor[w]];
@@ -185,8 +197,7 @@ int64_t layout_elements(const kv_geometry_t *g, const problem_t *p, int part)
         return part == 0 ? streams * ((int64_t)g->ctx + g->gen) * row : 0;
     case LAYOUT_PAGED:
         if (part != 0 || g->block_size <= 0) return 0;
-        return pool_blocks(p->batch, g->beam, g->ctx, g->ctx + g->gen, g->block_size)
-               * g->block_size * row;
+        return paged_block_count(p) * g->block_size * row;
     case LAYOUT_BIFURCATED:
         if (part == 0) return (int64_t)p->batch * g->ctx * row;
         if (part == 1) return streams * g->gen * row;

@@ -36,11 +36,12 @@ void mem_plan_make(const problem_t *p, const attn_kernel_t *kernel, const attn_p
     }
     if (p->indirection)
         m->indirection = rounded(streams * (size_t)problem_keys(p) * sizeof(int32_t));
+    if (problem_ragged(p)) m->ctx_lens = rounded((size_t)p->batch * sizeof(int32_t));
     m->workspace = rounded(kernel->workspace_bytes(p, plan));
     m->private_bytes = kernel->private_bytes ? rounded(kernel->private_bytes(p, plan)) : 0;
     m->total = m->q + m->out + m->kv[0] + m->kv[1] + m->block_table + m->block_owner +
                m->indirection + m->workspace + m->private_bytes + m->kv_scale + m->qkv +
-               m->rope_cs;
+               m->rope_cs + m->ctx_lens;
 }
 
 int mem_plan_fits(const mem_plan_t *m, size_t free_bytes)

@@ -18,6 +18,7 @@ typedef struct mem_plan {
     size_t kv_scale;          /* an 8-bit cache's scales: [2][kv_scale_entries] floats */
     size_t qkv;               /* --step append: the packed QKV [B*W, (h + 2g) * d] */
     size_t rope_cs;           /* --step append: the cos/sin table, [d/2][2] floats */
+    size_t ctx_lens;          /* a ragged batch's context lengths: [B] int32 */
     size_t total;
 } mem_plan_t;
 

@@ -8,6 +8,7 @@
 #include "device.h"
 #include "fill.h"
 #include "layouts.h"
+#include "../problem/ctx_dist.h"
 #include "memplan.h"
 #include "nvtx.h"
 #include "peak.h"
@@ -117,6 +118,7 @@ static void row_args(const problem_t *p, const attn_kernel_t *k, const timing_op
         MORE(" --rope-scale %s", num);
     }
     if (p->tp > 1) MORE(" --tp %d", p->tp);
+    if (problem_ragged(p)) MORE(" --ctx-dist %s", p->ctx_dist->spec);
     if (p->scores == SCORES_PEAKED) {
         char v[3][32];
         shortest(p->sink_logit, v[0], sizeof v[0]);
@@ -165,6 +167,9 @@ void runner_describe_unplanned(const char *gpu, const timing_opts_t *timing, con
     row_args(p, k, timing, row->args, sizeof row->args);
     snprintf(row->kv_dtype, sizeof row->kv_dtype, "%s", dtype_name(problem_kv_dtype(p)));
     snprintf(row->step, sizeof row->step, "%s", step_name(p->step));
+    snprintf(row->ctx_dist, sizeof row->ctx_dist, "%s", problem_ragged(p) ? p->ctx_dist->spec : "fixed");
+    row->ctx_total = (double)problem_ctx_total(p);
+    row->ctx_max = problem_ctx_max(p);
     if (k->approx == ATTN_APPROX_SHARE) row->kept = (double)problem_share_essential(p) / p->heads;
 }
 
@@ -193,6 +198,7 @@ typedef struct buffers {
     void *last_out;   /* the last verified launch's output, copied aside */
     int32_t *block_table, *owner, *first_pos, *indirection;
     int32_t *host_indirection;
+    int32_t *ctx_lens, *host_ctx_lens;   /* a ragged batch's context lengths */
     float *host_kv_scale, *host_rope_cs;
     paged_map_t map;
     int have_map;
@@ -201,12 +207,13 @@ typedef struct buffers {
 static void buffers_free(buffers_t *b)
 {
     void *all[] = {b->q, b->out, b->kv[0], b->kv[1], b->workspace, b->kv_scale, b->qkv, b->rope_cs, b->last_out,
-                   b->block_table, b->owner, b->first_pos, b->indirection};
+                   b->block_table, b->owner, b->first_pos, b->indirection, b->ctx_lens};
     for (size_t i = 0; i < sizeof all / sizeof all[0]; ++i)
         if (all[i]) cudaFree(all[i]);
     free(b->host_indirection);
     free(b->host_kv_scale);
     free(b->host_rope_cs);
+    free(b->host_ctx_lens);
     if (b->have_map) paged_map_free(&b->map);
     memset(b, 0, sizeof *b);
 }
@@ -523,6 +530,17 @@ static cudaError_t upload_tables(const problem_t *p, const mem_plan_t *m, uint64
     return e;
 }
 
+/* A ragged batch's lengths: in host memory for the reference (b->host_ctx_lens), on the
+ * device for the fill and the kernel, whose geometry then points at them. */
+static cudaError_t upload_ctx_lens(const problem_t *p, buffers_t *b, kv_geometry_t *geom, cudaStream_t s)
+{
+    if (!problem_ragged(p)) return cudaSuccess;
+    if (problem_ctx_lens(p, &b->host_ctx_lens) != 0) return HOST_SHORT;
+    cudaError_t e = upload((void **)&b->ctx_lens, b->host_ctx_lens, (size_t)p->batch * sizeof(int32_t), s);
+    geom->ctx_lens = b->ctx_lens;
+    return e;
+}
+
 void runner_row(runner_t *r, const problem_t *p, const attn_kernel_t *k, result_row_t *row)
 {
     attn_plan_t plan;
@@ -578,6 +596,8 @@ void runner_row(runner_t *r, const problem_t *p, const attn_kernel_t *k, result_
     CK(alloc(&b.kv[0], m.kv[0]));
     CK(alloc(&b.kv[1], m.kv[1]));
     CK(alloc(&b.workspace, m.workspace));
+    CK(upload_ctx_lens(p, &b, &m.geom, s));
+    a.geom.ctx_lens = m.geom.ctx_lens;
     CK(upload_tables(p, &m, seed, s, &b));
     if (p->step == STEP_APPEND) {
         /* the step's input; the query and the current slots it writes are poisoned below */
@@ -634,7 +654,9 @@ void runner_row(runner_t *r, const problem_t *p, const attn_kernel_t *k, result_
     timer_last_t last_hooks = {poison_output, keep_output, &last};
     if (e == cudaSuccess && r->verify) {
         nvtx_push("verify");
-        if (checked_rows_for(p, run, &a.geom, seed, b.host_indirection, r->verify_budget_s, &checked) != 0)
+        kv_geometry_t geom = a.geom;
+        geom.ctx_lens = b.host_ctx_lens;
+        if (checked_rows_for(p, run, &geom, seed, b.host_indirection, r->verify_budget_s, &checked) != 0)
             e = HOST_SHORT;
         CK(judge_output(p, b.out, &checked, "first", row));
         CK(alloc(&b.last_out, m.out));

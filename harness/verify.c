@@ -26,8 +26,13 @@ long verify_pick_rows(const problem_t *p, long want, uint64_t seed, long *at)
     unsigned char *picked = calloc((size_t)rows, 1);
     if (!picked) return -1;
     long n = 0;
-    long requests[2] = {0, p->batch - 1}, beams[2] = {0, p->beam - 1}, hs[2] = {0, heads - 1};
-    for (int b = 0; b < 2; ++b)
+    /* a ragged batch's longest and shortest requests are strata too (the first of each) */
+    long requests[4] = {0, p->batch - 1, 0, 0}, beams[2] = {0, p->beam - 1}, hs[2] = {0, heads - 1};
+    for (int b = 1; b < p->batch && problem_ragged(p); ++b) {
+        if (problem_ctx_len(p, b) > problem_ctx_len(p, (int)requests[2])) requests[2] = b;
+        if (problem_ctx_len(p, b) < problem_ctx_len(p, (int)requests[3])) requests[3] = b;
+    }
+    for (int b = 0; b < 4; ++b)
         for (int w = 0; w < 2; ++w)
             for (int h = 0; h < 2 && n < want; ++h)
                 take((requests[b] * p->beam + beams[w]) * heads + hs[h], picked, at, &n);

@@ -36,8 +36,8 @@ typedef struct verify_verdict {
 double verify_abs_bound(dtype_t t, double amplitude);
 
 /* Fills at[0..n) with distinct row indices, n = min(rows, want): first the strata
- * (first and last request, first and last stream of a request, first and last head,
- * crossed), then rows drawn at random without repetition (seeded). rows = streams *
+ * (first and last request, and in a ragged batch its longest and shortest; first and
+ * last stream of a request; first and last head; crossed), then rows drawn at random without repetition (seeded). rows = streams *
  * heads, stream = request * beam + w. Returns n, or -1 when memory runs out. */
 long verify_pick_rows(const problem_t *p, long want, uint64_t seed, long *at);
 

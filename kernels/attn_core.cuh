@@ -101,6 +101,16 @@ __device__ __forceinline__ void attn_grid_dependents_go()
 /* How a key position becomes the offset of its K row (the V row is vstride further). */
 enum { ADDR_CONTIG = 0, ADDR_PAGED = 1, ADDR_CTX = 2, ADDR_DEC = 3 };
 
+/* A ragged batch on the dense grid (attn_params_t.ragged; geom.ctx_lens set): where a
+ * unit's keys end, or begin, by its request's own context length. */
+enum {
+    ATTN_RAGGED_NONE = 0,
+    ATTN_RAGGED_CTX = 1,  /* unit = request: its context part ends at its length (a paged
+                             cache: at its last full block) */
+    ATTN_RAGGED_DEC = 2,  /* unit = stream: its decode part runs from where its request's
+                             context part ended to its own keys' end */
+};
+
 /* Everything one launch of the core needs; passed by value. */
 typedef struct attn_params {
     kv_geometry_t geom;
@@ -123,6 +133,15 @@ typedef struct attn_params {
     int key_begin, key_end;      /* positions this launch covers */
     int chunk;                   /* keys per split */
     int nslots, slot_base;       /* partial slot of split s: slot_base + s */
+    /* A ragged batch (fused): the grid walks a list of (unit, split) pairs, work_items of
+     * them, longest chunks first (problem/ragged_plan.h), each unit's keys ending at its
+     * own length (geom.ctx_lens); splits is then the most any unit has. NULL: the dense
+     * units x splits grid. */
+    const int32_t *work;
+    int64_t work_items;
+    int ragged;                  /* ATTN_RAGGED_*: the dense grid's units end (or begin) by their
+                                    own lengths; CTAs past them hold no keys and leave an empty
+                                    partial, so every slot is written */
     int dec_keys;                /* bifurcated's wide wgmma body: the decode keys of each stream,
                                     which it streams itself beside the context (0: none) */
     int fold;                    /* and whether each CTA folds its rows' partials and writes their
@@ -334,7 +353,7 @@ __device__ __forceinline__ int64_t kv_row_at(const attn_params_t &P, int head, i
     const kv_geometry_t *g = &P.geom;
     if (ADDR == ADDR_CTX) return kv_ctx_offset(g, ref, 0, head, pos);
     if (ADDR == ADDR_PAGED) return kv_paged_offset(g, ref, 0, head, pos & (g->block_size - 1));
-    if (ADDR == ADDR_DEC) return kv_dec_offset(g, ref, 0, head, pos - g->ctx);
+    if (ADDR == ADDR_DEC) return kv_dec_offset(g, ref, 0, head, pos - kv_ctx_of(g, ref / g->beam));
     return kv_contiguous_offset(g, ref, 0, head, pos);
 }
 template <int ADDR>
@@ -356,18 +375,37 @@ __device__ __forceinline__ cta_coord cta_decompose(const attn_params_t &P, int64
     cta_coord c;
     int64_t b = item;
     c.row_tile = (int)(b % P.row_tiles); b /= P.row_tiles;
+    if (P.work) {
+        /* (unit, split) from the list, kv heads of a pair side by side */
+        c.head = (int)(b % P.kv_heads);
+        const int64_t e = b / P.kv_heads;
+        c.unit = __ldg(P.work + 2 * e);
+        c.split = __ldg(P.work + 2 * e + 1);
+        kv_ragged_stream_range(&P.geom, c.unit, c.split, P.chunk, &c.k_lo, &c.k_hi);
+        return c;
+    }
     c.split = (int)(b % P.splits); b /= P.splits;
     c.head = (int)(b % P.kv_heads);
     c.unit = (int)(b / P.kv_heads);
     c.k_lo = P.key_begin + c.split * P.chunk;
     c.k_hi = min(P.key_end, c.k_lo + P.chunk);
+    if (P.ragged == ATTN_RAGGED_CTX) kv_ragged_ctx_range(&P.geom, c.unit, c.split, P.chunk, &c.k_lo, &c.k_hi);
+    if (P.ragged == ATTN_RAGGED_DEC) kv_ragged_dec_range(&P.geom, c.unit, c.split, P.chunk, &c.k_lo, &c.k_hi);
     return c;
+}
+
+/* The splits of a unit: P.splits, or in a ragged batch's list those its own keys take. */
+__device__ __forceinline__ int attn_unit_splits(const attn_params_t &P, int unit)
+{
+    if (!P.work) return P.splits;
+    return (kv_keys_of(&P.geom, unit) + P.chunk - 1) / P.chunk;
 }
 __device__ __forceinline__ cta_coord cta_decompose(const attn_params_t &P) { return cta_decompose(P, blockIdx.x); }
 
 /* Work items of a launch: its CTAs in a grid of one CTA per item. */
 __host__ __device__ __forceinline__ int64_t attn_items(const attn_params_t &P)
 {
+    if (P.work) return P.work_items * P.kv_heads * P.row_tiles;
     return (int64_t)P.units * P.kv_heads * P.splits * P.row_tiles;
 }
 

@@ -103,8 +103,10 @@ static double bif_dec_read_us(const problem_t *p, const device_info_t *dev)
 static bool bif_wgmma_fits(const problem_t *p, const device_info_t *dev)
 {
     /* an 8-bit cache runs the mma.sync bodies (docs/KV-QUANT.md): the wgmma body reads
-     * 16-bit tiles */
-    return dev && dev->cc == 90 && attn_tc_path(p) && p->head_dim == WG_D && p->kv_quant == KV_QUANT_NONE;
+     * 16-bit tiles; a ragged batch (--ctx-dist) runs on the mma.sync body too, whose dense
+     * grid ends each request's keys at its own length (ATTN_RAGGED_CTX, ATTN_RAGGED_DEC) */
+    return dev && dev->cc == 90 && attn_tc_path(p) && p->head_dim == WG_D && p->kv_quant == KV_QUANT_NONE &&
+           !problem_ragged(p);
 }
 static bool bif_wgmma(const attn_plan_t *plan) { return plan && (plan->variant & BIF_WGMMA); }
 /* Whether the plan splits the SMs between the parts (bif_ctx_sms, only with the wgmma body). */
@@ -122,6 +124,8 @@ static bool bif_tma(const problem_t *p)
 }
 
 extern "C" int bifurcated_streams_decode(const attn_plan_t *plan) { return bif_dec_in_cta(plan); }
+static int bif_dec_keys(const problem_t *p);
+extern "C" int bifurcated_decode_keys(const problem_t *p) { return bif_dec_keys(p); }
 extern "C" int bifurcated_copies_decode(const attn_plan_t *plan) { return bif_copier(plan); }
 
 extern "C" int bifurcated_context_on_wgmma(const attn_plan_t *plan)
@@ -176,12 +180,24 @@ static attn_kernel_fn ctx_pick(const problem_t *p, int addr)
     return ctx_fn_t<__nv_bfloat16>(p->head_dim, addr);
 }
 
-/* Keys of the context part: all of m_c, or on a paged cache the full context blocks. */
-static int bif_ctx_keys(const problem_t *p)
+/* Keys of the context part: all of m_c, or on a paged cache the full context blocks
+ * (of a ragged batch: the longest request's, which its grid spans). */
+static int bif_ctx_keys_of(const problem_t *p, int ctx)
 {
-    return p->cache == CACHE_PAGED ? p->ctx / p->block_size * p->block_size : p->ctx;
+    return p->cache == CACHE_PAGED ? ctx / p->block_size * p->block_size : ctx;
 }
-static int bif_dec_keys(const problem_t *p) { return problem_keys(p) - bif_ctx_keys(p); }
+static int bif_ctx_keys(const problem_t *p) { return bif_ctx_keys_of(p, p->ctx); }
+/* Keys of a stream's decode part: m_d, and on a paged cache the rest of the partly
+ * filled last context block (of a ragged batch: the most any request has). */
+static int bif_dec_keys(const problem_t *p)
+{
+    int most = problem_keys(p) - bif_ctx_keys(p);
+    for (int b = 0; problem_ragged(p) && p->cache == CACHE_PAGED && b < p->batch; ++b) {
+        const int ctx = problem_ctx_len(p, b), keys = ctx + p->gen - bif_ctx_keys_of(p, ctx);
+        if (keys > most) most = keys;
+    }
+    return most;
+}
 
 static int bif_ctx_rows_per_cta(const problem_t *p, bool wgmma)
 {
@@ -602,6 +618,7 @@ static cudaError_t bif_launch(attn_args_t *a, cudaStream_t stream)
         cp.slot_base = 0;
         cp.dec_keys = in_cta ? bif_dec_keys(p) : 0;
         cp.fold = fold;
+        cp.ragged = problem_ragged(p) ? ATTN_RAGGED_CTX : ATTN_RAGGED_NONE;
         const int64_t ctas = attn_items(cp);
         if (ctas > INT_MAX) return cudaErrorInvalidConfiguration;
         if (wgmma) {
@@ -635,6 +652,7 @@ static cudaError_t bif_launch(attn_args_t *a, cudaStream_t stream)
     dp.key_begin = bif_ctx_keys(p);
     dp.key_end = problem_keys(p);
     dp.slot_base = s.ctx_slots;
+    dp.ragged = problem_ragged(p) ? ATTN_RAGGED_DEC : ATTN_RAGGED_NONE;
     const bool tail_merge = !concurrent && s.nslots > 1 && attn_tail_merge_fits(p, s.nslots);
     if (tail_merge)
         dp.counters = reinterpret_cast<unsigned int *>(static_cast<char *>(a->workspace) +
@@ -664,7 +682,7 @@ extern "C" const attn_kernel_t kernel_bifurcated = {
     "contiguous (split context/decoded buffers), paged (shared context blocks); fp16, bf16 (tensor cores at "
     "d 64/80/96/128/256), fp32; d multiple of 8 up to 256; any h/g, W; indirection; --multi-block, --splits; "
     "--kv-dtype fp8|int8 with --kv-scale tensor|head (both parts on mma.sync at d 64/128/256, Hopper too; "
-    "CUDA cores elsewhere); --step append",
+    "CUDA cores elsewhere); --step append; ragged --ctx-dist (on the mma.sync body)",
     attn_core_unsupported,
     bif_layout,
     bif_plan,

@@ -14,6 +14,9 @@ extern "C" {
 int bifurcated_streams_decode(const attn_plan_t *plan);
 /* Whether a thread of its producer warpgroup copies those decode tiles (bif_copier_fits). */
 int bifurcated_copies_decode(const attn_plan_t *plan);
+/* The keys its decode part's grid spans for each stream (bif_dec_keys): of a ragged batch
+ * on a paged cache, the most any request has after its full context blocks. */
+int bifurcated_decode_keys(const problem_t *p);
 
 #ifdef __cplusplus
 }

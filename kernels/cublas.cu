@@ -68,6 +68,8 @@ extern "C" void cublas_plain_pipeline(const problem_t *p, const kv_geometry_t *g
 
 static const char *cublas_unsupported(const problem_t *p)
 {
+    if (problem_ragged(p))
+        return "cublas's batched GEMMs take one key count for every stream, not ragged --ctx-dist lengths";
     if (p->cache == CACHE_PAGED)
         return "cublas reads the contiguous cache only: its GEMMs need uniformly strided K/V, not a block table";
     return cublas_limits(p);

@@ -177,6 +177,8 @@ static cudaError_t finish_out_launch(const problem_t *p, const float *acc, void 
 
 static const char *cublas_bif_unsupported(const problem_t *p)
 {
+    if (problem_ragged(p))
+        return "cublas-bifurcated's batched GEMMs take one context length for every request, not ragged --ctx-dist lengths";
     if (p->cache == CACHE_PAGED)
         return "cublas-bifurcated reads the bifurcated layout (context once per request), not a paged cache";
     return cublas_limits(p);

@@ -26,8 +26,10 @@
  * that `bifurcated` reuses for its decode part (attn_launch_keysplit,
  * attn_launch_merge). */
 #include <limits.h>
+#include <stdlib.h>
 #include "attn_core.cuh"
 #include "fused_internal.h"
+#include "../problem/ragged_plan.h"
 
 template <typename T, int D, int MT>
 static attn_kernel_fn keysplit_fn_d(int addr)
@@ -213,9 +215,51 @@ static kv_layout_t fused_layout(const problem_t *p)
 #define FUSED_TC 1
 #define FUSED_DEEP 2
 
+/* A ragged batch (--ctx-dist): the keys of each stream, malloc'd [B*W] (NULL when memory
+ * runs out). */
+static int *fused_stream_keys(const problem_t *p)
+{
+    const int streams = problem_streams(p);
+    int *keys = (int *)malloc((size_t)streams * sizeof *keys);
+    if (keys)
+        for (int s = 0; s < streams; ++s) keys[s] = problem_ctx_len(p, s / p->beam) + p->gen;
+    return keys;
+}
+
+/* The split of a ragged batch: one chunk size for every stream (problem/ragged_plan.h),
+ * by the --multi-block and --splits rules applied to the longest stream, and never more
+ * chunks a stream than its last CTA folds (the tail merge: the merge launch would read
+ * every slot of a row, and a shorter stream writes fewer). */
+static split_plan_t fused_ragged_split(const problem_t *p, const device_info_t *dev, int ctas_per_sm)
+{
+    const int keys = problem_keys(p);
+    int rows = attn_rows_per_cta(p, true);
+    if (problem_group(p) < rows) rows = problem_group(p);
+    int most = ATTN_TAIL_MERGE_MAX / rows;
+    if (most > SPLIT_MAX) most = SPLIT_MAX;
+    split_plan_t whole = split_plan_fixed(keys, 1, ATTN_KEY_TILE);
+    if (p->multi_block == MULTI_BLOCK_OFF) return whole;
+    if (p->splits > 0) return split_plan_fixed(keys, p->splits < most ? p->splits : most, ATTN_KEY_TILE);
+    int *stream_keys = fused_stream_keys(p);
+    split_plan_t s = whole;
+    if (stream_keys && dev && dev->sm_count > 0)
+        s = ragged_plan_auto(stream_keys, problem_streams(p), (long)p->kv_heads * fused_row_tiles(p), ATTN_KEY_TILE,
+                             dev->sm_count, ctas_per_sm, most);
+    free(stream_keys);
+    if (p->multi_block == MULTI_BLOCK_ON && s.splits < 2) s = split_plan_fixed(keys, 2, ATTN_KEY_TILE);
+    return s;
+}
+
 static void fused_plan(const problem_t *p, const device_info_t *dev, attn_plan_t *plan)
 {
     plan->runs = &kernel_fused;
+    if (problem_ragged(p)) {
+        /* balanced over the CTAs the SMs hold at once: co-resident CTAs share their SM's
+         * bandwidth, so a long chunk beside short ones streams at a share of it */
+        plan->split = fused_ragged_split(p, dev, attn_ctas_per_sm(p, true, dev));
+        plan->variant = attn_tc_path(p) ? FUSED_TC : 0;
+        return;
+    }
     long items = (long)problem_streams(p) * p->kv_heads * fused_row_tiles(p);
     /* The planner fills one CTA per SM for tiles of up to 16 query rows: one CTA's
      * cp.async pipeline keeps enough loads in flight to take its SM's share of HBM
@@ -259,6 +303,7 @@ extern "C" int fused_plan_deep_ring(const attn_plan_t *plan) { return fused_ring
 extern "C" int fused_plan_merge_slots(const problem_t *p, const attn_plan_t *plan)
 {
     const int splits = fused_split(plan, p).splits;
+    if (problem_ragged(p)) return 0; /* its last CTAs merge (fused_ragged_split) */
     return splits > 1 && !attn_tail_merge_fits(p, splits) ? splits : 0;
 }
 
@@ -275,10 +320,45 @@ static size_t fused_workspace_bytes(const problem_t *p, const attn_plan_t *plan)
     return partials + (size_t)problem_streams(p) * p->kv_heads * fused_row_tiles(p) * sizeof(unsigned int);
 }
 
+/* A ragged batch's list of (stream, split) pairs (attn_params_t.work): at most every
+ * stream in the plan's most splits. */
 static size_t fused_private_bytes(const problem_t *p, const attn_plan_t *plan)
 {
-    (void)p; (void)plan;
-    return 0;
+    if (!problem_ragged(p)) return 0;
+    return (size_t)problem_streams(p) * fused_split(plan, p).splits * 2 * sizeof(int32_t);
+}
+
+/* The state of a ragged batch: its work list on the device. */
+typedef struct fused_ragged {
+    int32_t *work;
+    long items;
+} fused_ragged_t;
+
+static cudaError_t fused_ragged_setup(attn_args_t *a)
+{
+    const problem_t *p = &a->problem;
+    const int chunk = fused_split(&a->plan, p).chunk;
+    int *keys = fused_stream_keys(p);
+    fused_ragged_t *st = (fused_ragged_t *)calloc(1, sizeof *st);
+    int32_t *host = NULL;
+    cudaError_t e = keys && st ? cudaSuccess : cudaErrorMemoryAllocation;
+    if (e == cudaSuccess) {
+        st->items = ragged_work_count(keys, problem_streams(p), chunk);
+        host = (int32_t *)malloc((size_t)st->items * 2 * sizeof *host);
+        if (!host || ragged_work_build(keys, problem_streams(p), chunk, host) != 0) e = cudaErrorMemoryAllocation;
+    }
+    if (e == cudaSuccess) e = cudaMalloc((void **)&st->work, (size_t)st->items * 2 * sizeof(int32_t));
+    if (e == cudaSuccess)
+        e = cudaMemcpy(st->work, host, (size_t)st->items * 2 * sizeof(int32_t), cudaMemcpyHostToDevice);
+    free(keys);
+    free(host);
+    if (e != cudaSuccess && st) {
+        if (st->work) cudaFree(st->work);
+        free(st);
+        st = NULL;
+    }
+    a->state = st;
+    return e;
 }
 
 static attn_io_t fused_io(const problem_t *p, const attn_plan_t *plan)
@@ -296,7 +376,9 @@ static int fused_addr(const problem_t *p) { return p->cache == CACHE_PAGED ? ADD
 
 static cudaError_t fused_setup(attn_args_t *a)
 {
-    return attn_setup_keysplit(&a->problem, fused_addr(&a->problem), fused_ring(&a->plan));
+    cudaError_t e = attn_setup_keysplit(&a->problem, fused_addr(&a->problem), fused_ring(&a->plan));
+    if (e == cudaSuccess && problem_ragged(&a->problem)) e = fused_ragged_setup(a);
+    return e;
 }
 
 static cudaError_t fused_launch(attn_args_t *a, cudaStream_t stream)
@@ -319,6 +401,12 @@ static cudaError_t fused_launch(attn_args_t *a, cudaStream_t stream)
     P.key_begin = 0;
     P.key_end = problem_keys(p);
     P.slot_base = 0;
+    if (problem_ragged(p)) {
+        const fused_ragged_t *st = static_cast<const fused_ragged_t *>(a->state);
+        if (!st || !st->work || !a->geom.ctx_lens) return cudaErrorInvalidValue;
+        P.work = st->work;
+        P.work_items = st->items;
+    }
     /* the same choice auto's model counts (fused_plan_merge_slots) */
     const bool merge_launch = fused_plan_merge_slots(p, &a->plan) > 0;
     if (split.splits > 1 && !merge_launch)
@@ -329,13 +417,20 @@ static cudaError_t fused_launch(attn_args_t *a, cudaStream_t stream)
     return e;
 }
 
-static void fused_teardown(attn_args_t *a) { (void)a; }
+static void fused_teardown(attn_args_t *a)
+{
+    fused_ragged_t *st = static_cast<fused_ragged_t *>(a->state);
+    if (!st) return;
+    cudaFree(st->work);
+    free(st);
+    a->state = NULL;
+}
 
 extern "C" const attn_kernel_t kernel_fused = {
     "fused",
     "one fused decode-attention kernel per step: GQA-aware tiles on tensor cores, cp.async pipeline, split-KV",
     "contiguous, paged; fp16, bf16 (tensor cores at d 64/80/96/128/256), fp32; d multiple of 8 up to 256; "
-    "any h/g; indirection; --multi-block off|on|auto, --splits N; "
+    "any h/g; indirection; --multi-block off|on|auto, --splits N; ragged --ctx-dist (chunks by tokens); "
     "--kv-dtype fp8|int8 with --kv-scale tensor|head (tensor cores at d 64/128/256); --step append",
     attn_core_unsupported,
     fused_layout,

@@ -7,14 +7,21 @@ double io_kv_row_bytes(const problem_t *p)
     return 2.0 * p->kv_heads * p->head_dim * (double)dtype_size(problem_kv_dtype(p));
 }
 
+/* Keys of every stream together: a ragged batch counts each request's own context
+ * (the stored tokens, not the padding of a layout sized to the longest). */
+static double stream_keys_total(const problem_t *p)
+{
+    return (double)p->beam * (double)problem_ctx_total(p) + (double)problem_streams(p) * p->gen;
+}
+
 double io_kv_bytes_replicated(const problem_t *p)
 {
-    return (double)problem_streams(p) * problem_keys(p) * io_kv_row_bytes(p);
+    return stream_keys_total(p) * io_kv_row_bytes(p);
 }
 
 double io_kv_bytes_unique(const problem_t *p)
 {
-    return ((double)p->batch * p->ctx + (double)problem_streams(p) * p->gen) * io_kv_row_bytes(p);
+    return ((double)problem_ctx_total(p) + (double)problem_streams(p) * p->gen) * io_kv_row_bytes(p);
 }
 
 double io_kv_bytes_stored(const problem_t *p)
@@ -22,9 +29,9 @@ double io_kv_bytes_stored(const problem_t *p)
     if (p->cache != CACHE_PAGED) return io_kv_bytes_replicated(p);
     /* the full context blocks of a request are one copy its W streams share; a
      * partly filled last context block is copied per stream */
-    double shared = (double)(p->ctx / p->block_size) * p->block_size;
-    return ((double)p->batch * shared + (double)problem_streams(p) * (problem_keys(p) - shared)) *
-           io_kv_row_bytes(p);
+    double shared = 0.0;
+    for (int b = 0; b < p->batch; ++b) shared += (double)(problem_ctx_len(p, b) / p->block_size) * p->block_size;
+    return (shared + stream_keys_total(p) - p->beam * shared) * io_kv_row_bytes(p);
 }
 
 double io_qo_bytes(const problem_t *p)
@@ -36,7 +43,8 @@ double io_table_bytes(const problem_t *p)
 {
     double streams = problem_streams(p), entry = sizeof(int32_t), tables = 0.0;
     if (p->cache == CACHE_PAGED)
-        tables += streams * ((problem_keys(p) + p->block_size - 1) / p->block_size) * entry;
+        for (int b = 0; b < p->batch; ++b)
+            tables += (double)p->beam * kv_blocks_for(problem_ctx_len(p, b) + p->gen, p->block_size) * entry;
     if (p->indirection) tables += streams * p->gen * entry;
     return tables + io_scale_bytes(p);
 }
@@ -49,7 +57,7 @@ double io_scale_bytes(const problem_t *p)
 
 double io_flops(const problem_t *p)
 {
-    return 4.0 * problem_streams(p) * p->heads * (double)problem_keys(p) * p->head_dim;
+    return 4.0 * stream_keys_total(p) * p->heads * p->head_dim;
 }
 
 double io_append_bytes(const problem_t *p)

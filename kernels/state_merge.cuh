@@ -43,23 +43,24 @@ __device__ __forceinline__ void store4(T *dst, float a, float b, float c, float 
  * CPU-tested) in two passes, not slot after slot through a chain of dependent
  * pairwise merges, whose exponentials wait on each other.
  * Out of line, with its inputs by value, so that the CTA bodies' register allocation
- * does not change with it. */
+ * does not change with it. A row holds nslots slots, of which the first nused were
+ * written (fewer where a ragged batch's unit has fewer splits than the longest). */
 #define TAIL_MERGE_BATCH 16
 template <typename T>
-__device__ __noinline__ void tail_merge(T *out, const float *ws_acc, const float2 *ws_ml, int nslots, int d,
-                                        int rows, int row0, int group, int stream0, int head0, int heads)
+__device__ __noinline__ void tail_merge(T *out, const float *ws_acc, const float2 *ws_ml, int nslots, int nused,
+                                        int d, int rows, int row0, int group, int stream0, int head0, int heads)
 {
     const int q4 = d / 4;
     for (int idx = threadIdx.x; idx < rows * q4; idx += blockDim.x) {
         const int r = idx / q4, x = (idx - r * q4) * 4, gr = row0 + r;
         const int64_t row_id = (int64_t)(stream0 + gr / group) * heads + head0 + gr % group;
         float m = -INFINITY, l = 0.f, acc[4] = {0.f, 0.f, 0.f, 0.f};
-        for (int s0 = 0; s0 < nslots; s0 += TAIL_MERGE_BATCH) {
+        for (int s0 = 0; s0 < nused; s0 += TAIL_MERGE_BATCH) {
             float pm[TAIL_MERGE_BATCH], pl[TAIL_MERGE_BATCH], pacc[TAIL_MERGE_BATCH * 4];
 #pragma unroll
             for (int j = 0; j < TAIL_MERGE_BATCH; ++j) {
                 const int64_t slot = row_id * nslots + s0 + j;
-                const bool ok = s0 + j < nslots;
+                const bool ok = s0 + j < nused;
                 const float2 ml = ok ? __ldcg(ws_ml + slot) : make_float2(-INFINITY, 0.f);
                 const float4 a = ok ? __ldcg(reinterpret_cast<const float4 *>(ws_acc + slot * d + x))
                                     : make_float4(0.f, 0.f, 0.f, 0.f);
@@ -198,13 +199,14 @@ __device__ void combine_and_emit(const attn_params_t &P, const cta_coord &c, con
     int last_split = 0;
     if (threadIdx.x == 0) {
         unsigned int *ctr = P.counters + ((int64_t)c.unit * P.kv_heads + c.head) * P.row_tiles + c.row_tile;
-        last_split = atomicAdd(ctr, 1u) == (unsigned)(P.splits - 1);
+        last_split = atomicAdd(ctr, 1u) == (unsigned)(attn_unit_splits(P, c.unit) - 1);
         if (last_split) atomicExch(ctr, 0u);
     }
     if (!__syncthreads_or(last_split)) return;
     __threadfence();
     const int row0 = c.row_tile * P.rows_per_cta;
-    tail_merge<T>(static_cast<T *>(P.out), P.ws_acc, P.ws_ml, P.nslots, d, min(rows, P.rows_per_unit - row0),
+    tail_merge<T>(static_cast<T *>(P.out), P.ws_acc, P.ws_ml, P.nslots, attn_unit_splits(P, c.unit), d,
+                  min(rows, P.rows_per_unit - row0),
                   row0, P.group, c.unit * P.streams_per_unit, c.head * P.group, P.heads);
 }
 

@@ -62,12 +62,14 @@ HD float kv_query(uint64_t seed, int peaked, int heads, int kv_heads, int d, int
 }
 
 /* K/V (which) of stream `stream` at logical position pos, kv head `head`, element x:
- * the context of its request for pos < m_c, else what the stream itself decoded. */
+ * the context of its request for pos below the request's context length, else what the
+ * stream itself decoded. */
 HD float kv_logical(const kv_geometry_t *g, uint64_t seed, int stream, int which, int head,
                     int pos, int x)
 {
-    if (pos < g->ctx) return kv_ctx_logical(g, seed, stream / g->beam, which, head, pos, x);
-    return kv_dec_logical(g, seed, stream, which, head, pos - g->ctx, x);
+    const int ctx = kv_ctx_of(g, stream / g->beam);
+    if (pos < ctx) return kv_ctx_logical(g, seed, stream / g->beam, which, head, pos, x);
+    return kv_dec_logical(g, seed, stream, which, head, pos - ctx, x);
 }
 
 /* What the cache holds for that element (kv_store): the logical value, or its code's. */
@@ -77,7 +79,9 @@ HD float kv_stored(const kv_geometry_t *g, uint64_t seed, int stream, int which,
     return kv_store(g, kv_logical(g, seed, stream, which, head, pos, x), which, head);
 }
 
-/* Element e of the contiguous cache [B*W, 2, g, L, d]. */
+/* Element e of the contiguous cache [B*W, 2, g, L, d]. A stream of a ragged batch uses
+ * its first kv_keys_of positions; the padding after them holds NaN, so that a kernel
+ * reading past its stream's keys cannot go unnoticed. */
 HD float kv_contiguous_value(const kv_geometry_t *g, uint64_t seed, int64_t e)
 {
     int64_t L = (int64_t)g->ctx + g->gen;
@@ -85,6 +89,7 @@ HD float kv_contiguous_value(const kv_geometry_t *g, uint64_t seed, int64_t e)
     int pos = (int)(e % L); e /= L;
     int head = (int)(e % g->kv_heads); e /= g->kv_heads;
     int which = (int)(e % 2); e /= 2;
+    if (pos >= kv_keys_of(g, (int)e)) return quiet_nan();
     return kv_stored(g, seed, (int)e, which, head, pos, x);
 }
 
@@ -101,7 +106,7 @@ HD float kv_paged_value(const kv_geometry_t *g, uint64_t seed, const int32_t *ow
     int which = (int)(e % 2); e /= 2;
     int block = (int)e;
     int pos = first_pos[block] + slot;
-    if (owner[block] < 0 || pos >= g->ctx + g->gen) return quiet_nan();
+    if (owner[block] < 0 || pos >= kv_keys_of(g, owner[block])) return quiet_nan();
     return kv_stored(g, seed, owner[block], which, head, pos, x);
 }
 
@@ -112,6 +117,7 @@ HD float kv_ctx_value(const kv_geometry_t *g, uint64_t seed, int64_t e)
     int pos = (int)(e % g->ctx); e /= g->ctx;
     int head = (int)(e % g->kv_heads); e /= g->kv_heads;
     int which = (int)(e % 2); e /= 2;
+    if (pos >= kv_ctx_of(g, (int)e)) return quiet_nan(); /* past a ragged request's context */
     return kv_store(g, kv_ctx_logical(g, seed, (int)e, which, head, pos, x), which, head);
 }
 

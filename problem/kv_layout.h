@@ -19,17 +19,25 @@ typedef struct kv_geometry {
     int beam;                   /* W */
     int kv_heads;               /* g */
     int head_dim;               /* d */
-    int ctx;                    /* m_c */
+    int ctx;                    /* m_c; with ragged lengths the longest, which sizes the layouts */
     int gen;                    /* m_d */
     int block_size;             /* S (paged) */
     int block_shift;            /* log2 S (paged) */
     int max_blocks_per_seq;     /* paged block table row length */
     int kv_quant;               /* kv_quant_t: an 8-bit cache holds codes (kv_quant.h) */
     int kv_scale_per_head;      /* its scales: one per kv head (1) or per tensor (0) */
+    const int32_t *ctx_lens;    /* ragged batches: each request's context length [B], in the
+                                   memory of whoever addresses through this geometry (host or
+                                   device); NULL: every request's is ctx */
     /* --scores peaked (peaked 1): the code of the keys of sinks, heavy hitters and the
      * recent window (logical_data.h); all 0 for flat scores */
     int peaked, peak_sink, peak_heavy, peak_recent;
 } kv_geometry_t;
+
+/* Request r's context length, and the keys of a stream (its request's context and the
+ * stream's decoded tokens). Positions from there to ctx + gen are unused padding. */
+HD int kv_ctx_of(const kv_geometry_t *g, int request) { return g->ctx_lens ? g->ctx_lens[request] : g->ctx; }
+HD int kv_keys_of(const kv_geometry_t *g, int stream) { return kv_ctx_of(g, stream / g->beam) + g->gen; }
 
 /* which: 0 = K, 1 = V. */
 
@@ -64,7 +72,7 @@ HD int64_t kv_dec_offset(const kv_geometry_t *g, int stream, int which, int head
  * indirection is [B, W, L]. */
 HD int kv_source_stream(const kv_geometry_t *g, const int32_t *indirection, int stream, int pos)
 {
-    if (!indirection || pos < g->ctx) return stream;
+    if (!indirection || pos < kv_ctx_of(g, stream / g->beam)) return stream;
     int64_t L = (int64_t)g->ctx + g->gen;
     int request = stream / g->beam;
     return request * g->beam + indirection[(int64_t)stream * L + pos];
@@ -83,10 +91,40 @@ HD int64_t kv_row_offset(const kv_geometry_t *g, const int32_t *block_table,
         return kv_paged_offset(g, block, which, head, pos & (g->block_size - 1));
     }
     if (g->layout == LAYOUT_BIFURCATED) {
-        if (pos < g->ctx) { *in_ctx = 1; return kv_ctx_offset(g, src / g->beam, which, head, pos); }
-        return kv_dec_offset(g, src, which, head, pos - g->ctx);
+        const int ctx = kv_ctx_of(g, src / g->beam);
+        if (pos < ctx) { *in_ctx = 1; return kv_ctx_offset(g, src / g->beam, which, head, pos); }
+        return kv_dec_offset(g, src, which, head, pos - ctx);
     }
     return kv_contiguous_offset(g, src, which, head, pos);
+}
+
+/* A ragged batch's key ranges (kernels' grids, CPU-tested): split `split` of `chunk` keys
+ * of a stream's keys [0, kv_keys_of) (fused); of a request's context part, its context or
+ * on a paged cache its full context blocks (bifurcated); of a stream's decode part, from
+ * its request's context part's end to its own keys' end. An empty range (*hi <= *lo) is a
+ * split past the unit's end. */
+HD int kv_ctx_part_of(const kv_geometry_t *g, int request)
+{
+    const int ctx = kv_ctx_of(g, request);
+    return g->layout == LAYOUT_PAGED ? ctx / g->block_size * g->block_size : ctx;
+}
+HD void kv_ragged_stream_range(const kv_geometry_t *g, int stream, int split, int chunk, int *lo, int *hi)
+{
+    const int end = kv_keys_of(g, stream);
+    *lo = split * chunk;
+    *hi = *lo + chunk < end ? *lo + chunk : end;
+}
+HD void kv_ragged_ctx_range(const kv_geometry_t *g, int request, int split, int chunk, int *lo, int *hi)
+{
+    const int end = kv_ctx_part_of(g, request);
+    *lo = split * chunk;
+    *hi = *lo + chunk < end ? *lo + chunk : end;
+}
+HD void kv_ragged_dec_range(const kv_geometry_t *g, int stream, int split, int chunk, int *lo, int *hi)
+{
+    const int end = kv_keys_of(g, stream);
+    *lo = kv_ctx_part_of(g, stream / g->beam) + split * chunk;
+    *hi = *lo + chunk < end ? *lo + chunk : end;
 }
 
 /* Blocks of S tokens needed to hold n tokens. */

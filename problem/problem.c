@@ -1,9 +1,11 @@
 #include "problem.h"
+#include "ctx_dist.h"
 
 #include <limits.h>
 #include "logical_data.h"
 #include "share_map.h"
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 problem_t problem_default(void)
@@ -13,7 +15,7 @@ problem_t problem_default(void)
         .ctx = 8192, .gen = 128, .dtype = DTYPE_FP16, .kv_quant = KV_QUANT_NONE,
         .kv_scale = KV_SCALE_TENSOR, .cache = CACHE_CONTIGUOUS,
         .block_size = 64, .indirection = false, .multi_block = MULTI_BLOCK_AUTO, .splits = 0,
-        .q_scaling = 1.0, .layers = 1, .tp = 1, .model = NULL,
+        .q_scaling = 1.0, .layers = 1, .tp = 1, .model = NULL, .ctx_dist = NULL,
         .step = STEP_ATTEND, .rope = ROPE_NEOX, .rope_base = 10000.0, .rope_scale = 1.0,
         .scores = SCORES_FLAT, .sink_logit = 10.0, .heavy_logit = 8.0, .recent_logit = 6.0,
         .share_fraction = 0.3, .share_map = NULL,
@@ -26,6 +28,43 @@ attn_type_t problem_attn_type(const problem_t *p)
     if (p->kv_heads == p->heads) return ATTN_MHA;
     if (p->kv_heads == 1) return ATTN_MQA;
     return ATTN_GQA;
+}
+
+int problem_ragged(const problem_t *p) { return ctx_dist_ragged(p->ctx_dist); }
+
+int problem_ctx_len(const problem_t *p, int request) { return ctx_dist_len(p->ctx_dist, p->ctx, request); }
+
+int64_t problem_ctx_total(const problem_t *p)
+{
+    int64_t total = 0;
+    for (int r = 0; r < p->batch; ++r) total += problem_ctx_len(p, r);
+    return total;
+}
+
+int problem_ctx_max(const problem_t *p)
+{
+    int longest = 0;
+    for (int r = 0; r < p->batch; ++r) {
+        int n = problem_ctx_len(p, r);
+        if (n > longest) longest = n;
+    }
+    return longest;
+}
+
+void problem_set_ctx_dist(problem_t *p, const struct ctx_dist *d)
+{
+    p->ctx_dist = ctx_dist_ragged(d) ? d : NULL;
+    if (p->ctx_dist && (d->kind != CTX_DIST_FILE || d->n == p->batch)) p->ctx = problem_ctx_max(p);
+}
+
+int problem_ctx_lens(const problem_t *p, int32_t **out)
+{
+    *out = NULL;
+    if (!problem_ragged(p)) return 0;
+    *out = malloc((size_t)p->batch * sizeof **out);
+    if (!*out) return -1;
+    for (int r = 0; r < p->batch; ++r) (*out)[r] = problem_ctx_len(p, r);
+    return 0;
 }
 
 dtype_t problem_kv_dtype(const problem_t *p)
@@ -181,6 +220,11 @@ int problem_validate(const problem_t *p, char *msg, size_t msg_len)
         FAIL("--rope-base must be a finite number above 1 (got %g)", p->rope_base);
     if (!(p->rope_scale > 0.0) || !isfinite(p->rope_scale))
         FAIL("--rope-scale must be a finite positive number (got %g)", p->rope_scale);
+    if (ctx_dist_check_batch(p->ctx_dist, p->batch, msg, msg_len) != 0) return -1;
+    if (problem_ragged(p) && p->ctx != problem_ctx_max(p))
+        FAIL("--ctx %d is not the longest of --ctx-dist %s (%d)", p->ctx, p->ctx_dist->spec, problem_ctx_max(p));
+    if (p->step == STEP_APPEND && problem_ragged(p))
+        FAIL("--step append takes one context length for every request, not --ctx-dist %s", p->ctx_dist->spec);
     if (p->scores == SCORES_PEAKED) {
         const struct { const char *opt; double v; } peaks[] = {
             {"--sink-logit", p->sink_logit}, {"--heavy-logit", p->heavy_logit}, {"--recent-logit", p->recent_logit},
@@ -220,6 +264,8 @@ void problem_describe(const problem_t *p, char *buf, size_t len)
     if (p->cache == CACHE_PAGED) n += snprintf(buf + n, len - n, " S%d", p->block_size);
     if (n < 0 || (size_t)n >= len) return;
     if (p->indirection) n += snprintf(buf + n, len - n, " indirection");
+    if (n < 0 || (size_t)n >= len) return;
+    if (problem_ragged(p)) n += snprintf(buf + n, len - n, " ctx-dist=%s", p->ctx_dist->spec);
     if (n < 0 || (size_t)n >= len) return;
     if (p->splits) n += snprintf(buf + n, len - n, " splits%d", p->splits);
     else if (p->multi_block != MULTI_BLOCK_AUTO)

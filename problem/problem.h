@@ -39,13 +39,15 @@ struct share_map;
 /* The most splits --splits accepts. */
 #define SPLIT_LIMIT 1024
 
+struct ctx_dist;
+
 typedef struct problem {
     int batch;            /* B: independent requests */
     int beam;             /* W: streams per request sharing its context */
     int heads;            /* h: query heads */
     int kv_heads;         /* g: key/value heads, divides h */
     int head_dim;         /* d */
-    int ctx;              /* m_c: context length */
+    int ctx;              /* m_c: context length; with ragged lengths the longest */
     int gen;              /* m_d: decoded tokens per stream, current one included */
     dtype_t dtype;        /* queries and output */
     kv_quant_t kv_quant;  /* the KV cache's storage: NONE = in dtype (--kv-dtype) */
@@ -64,6 +66,8 @@ typedef struct problem {
     rope_t rope;          /* --step append: RoPE's pairing */
     double rope_base;     /* --rope-base: the frequencies are base^(-2i/d) */
     double rope_scale;    /* --rope-scale: linear position scaling, positions divided by it */
+    const struct ctx_dist *ctx_dist; /* --ctx-dist: each request's own context length
+                                        (problem/ctx_dist.h); NULL: every request has ctx */
     scores_t scores;      /* --scores */
     double sink_logit, heavy_logit, recent_logit;   /* peaked: each class's logit boost */
     /* Share-Attention (the `share` kernel; exact kernels ignore them): the fraction of
@@ -84,6 +88,19 @@ static inline double problem_scale(const problem_t *p)
     return 1.0 / (p->q_scaling * sqrt((double)p->head_dim));
 }
 attn_type_t problem_attn_type(const problem_t *p);
+
+/* Ragged batches (--ctx-dist): whether requests differ in context length, request r's
+ * length (ctx where they do not), the sum and the longest over the batch. */
+int problem_ragged(const problem_t *p);
+int problem_ctx_len(const problem_t *p, int request);
+int64_t problem_ctx_total(const problem_t *p);
+int problem_ctx_max(const problem_t *p);
+/* Gives p the distribution d (NULL or fixed: every request has p->ctx) and sets p->ctx
+ * to its longest length, which sizes every layout. */
+void problem_set_ctx_dist(problem_t *p, const struct ctx_dist *d);
+/* Each request's context length, malloc'd [B], into *out; *out NULL where they do not
+ * differ. 0, or -1 when memory runs out. */
+int problem_ctx_lens(const problem_t *p, int32_t **out);
 /* The dtype the KV cache is stored in: dtype, DTYPE_FP8 or DTYPE_INT8. */
 dtype_t problem_kv_dtype(const problem_t *p);
 

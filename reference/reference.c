@@ -12,6 +12,8 @@ typedef enum { SOURCE_LOGICAL, SOURCE_BUFFERS, SOURCE_INCOMPLETE } source_mode_t
 
 static source_mode_t source_mode(const ref_source_t *s)
 {
+    /* a ragged batch's lengths must reach the geometry, or every length would read as the longest */
+    if (problem_ragged(s->p) && !s->geom.ctx_lens) return SOURCE_INCOMPLETE;
     if (!s->kv && !s->kv_ctx && !s->kv_dec) return SOURCE_LOGICAL;
     switch (s->geom.layout) {
     case LAYOUT_CONTIGUOUS: return s->kv ? SOURCE_BUFFERS : SOURCE_INCOMPLETE;
@@ -68,7 +70,7 @@ static void load_row(const ref_source_t *s, source_mode_t mode, int stream, int 
         copy_row(buf + off, g->head_dim, row);
         return;
     }
-    if (s->ctx_kv && pos < g->ctx && stream / g->beam == s->ctx_request && kv_head == s->ctx_head) {
+    if (s->ctx_kv && pos < kv_ctx_of(g, stream / g->beam) && stream / g->beam == s->ctx_request && kv_head == s->ctx_head) {
         copy_row(s->ctx_kv + ((size_t)which * g->ctx + pos) * g->head_dim, g->head_dim, row);
         return;
     }
@@ -81,12 +83,15 @@ void reference_ctx_fill(const ref_source_t *src, int request, int kv_head, float
 {
     const kv_geometry_t *g = &src->geom;
     const int d = g->head_dim;
+    /* a ragged batch's request: its own context, at the longest's stride */
+    const long n = g->ctx_lens ? kv_ctx_of(g, request) : g->ctx;
 #pragma omp parallel for schedule(static)
-    for (long i = 0; i < 2L * g->ctx; ++i)
+    for (long i = 0; i < 2L * n; ++i) {
+        const int which = (int)(i / n), pos = (int)(i % n);
+        float *row = buf + ((size_t)which * g->ctx + pos) * d;
         for (int x = 0; x < d; ++x)
-            buf[i * d + x] = kv_store(g, kv_ctx_logical(g, src->seed, request, (int)(i / g->ctx), kv_head,
-                                                        (int)(i % g->ctx), x),
-                                      (int)(i / g->ctx), kv_head);
+            row[x] = kv_store(g, kv_ctx_logical(g, src->seed, request, which, kv_head, pos, x), which, kv_head);
+    }
 }
 
 /* Context row of the request, read the way the bifurcated formulation reads it:
@@ -111,12 +116,13 @@ static void load_dec_row(const ref_source_t *s, source_mode_t mode, int stream, 
                          int kv_head, int j, double *row)
 {
     const kv_geometry_t *g = &s->geom;
-    int from = kv_source_stream(g, s->indirection, stream, g->ctx + j);
-    if (load_appended(s, stream, which, kv_head, g->ctx + j, row)) return;
+    const int ctx = kv_ctx_of(g, stream / g->beam);
+    int from = kv_source_stream(g, s->indirection, stream, ctx + j);
+    if (load_appended(s, stream, which, kv_head, ctx + j, row)) return;
     if (mode == SOURCE_BUFFERS && g->layout == LAYOUT_BIFURCATED) {
         copy_row(s->kv_dec + kv_dec_offset(g, from, which, kv_head, j), g->head_dim, row);
     } else if (mode == SOURCE_BUFFERS) {
-        load_row(s, mode, stream, which, kv_head, g->ctx + j, row);
+        load_row(s, mode, stream, which, kv_head, ctx + j, row);
     } else {
         for (int x = 0; x < g->head_dim; ++x)
             row[x] = kv_store(g, kv_dec_logical(g, s->seed, from, which, kv_head, j, x), which, kv_head);
@@ -144,9 +150,10 @@ static double dot(const double *a, const double *b, int d)
 void reference_row(const ref_source_t *src, int stream, int head, double *out)
 {
     const problem_t *p = src->p;
-    const int d = p->head_dim, L = problem_keys(p), v_head = head / problem_group(p);
+    const int d = p->head_dim, v_head = head / problem_group(p);
     const int q_head = src->share_to ? src->share_to[head] : head, k_head = q_head / problem_group(p);
     const source_mode_t mode = source_mode(src);
+    const int L = kv_keys_of(&src->geom, stream); /* the stream's own keys in a ragged batch */
     double *logit = d <= REF_MAX_HEAD_DIM && mode != SOURCE_INCOMPLETE
                         ? malloc((size_t)L * sizeof *logit) : NULL;
     if (!logit) {
@@ -180,8 +187,9 @@ void reference_row(const ref_source_t *src, int stream, int head, double *out)
 void reference_row_bifurcated(const ref_source_t *src, int stream, int head, double *out)
 {
     const problem_t *p = src->p;
-    const int d = p->head_dim, m_c = p->ctx, m_d = p->gen, kv_head = head / problem_group(p);
+    const int d = p->head_dim, m_d = p->gen, kv_head = head / problem_group(p);
     const source_mode_t mode = source_mode(src);
+    const int m_c = mode == SOURCE_INCOMPLETE ? 0 : kv_ctx_of(&src->geom, stream / p->beam);
     double *logit_c = NULL, *logit_d = NULL;
     if (d <= REF_MAX_HEAD_DIM && mode != SOURCE_INCOMPLETE) {
         logit_c = malloc((size_t)m_c * sizeof *logit_c);

@@ -36,7 +36,8 @@ typedef struct ref_source {
 
 /* Writes the context K then V of one request and kv head as the cache holds them
  * (kv_fill.h kv_store: the logical values, or an 8-bit cache's codes' values): 2 * ctx * d
- * floats, exact. */
+ * floats, exact; of a ragged batch's request, its own length's rows of each (at the
+ * stride of the longest). */
 void reference_ctx_fill(const ref_source_t *src, int request, int kv_head, float *buf);
 
 /* Standard attention of one (stream, query head): double accumulation, softmax with

@@ -38,7 +38,8 @@ static const col_desc_t cols[] = {
     S(ran), S(model), I(layers), S(args), D(sm_mhz, "%.0f"),
     D(peak_gbps, "%.0f"), D(peak_tflops, "%.0f"), D(pct_spec_bw, "%.2f"),
     D(workspace_bytes, "%.0f"), S(flags), I(device), S(kv_dtype),
-    I(tp), S(tp_us), S(step), D(approx_err, "%.3e"), D(kept, "%.4f"),
+    I(tp), S(tp_us), S(step), S(ctx_dist), D(ctx_total, "%.0f"), I(ctx_max),
+    D(approx_err, "%.3e"), D(kept, "%.4f"),
 };
 #undef S
 #undef I
@@ -290,6 +291,9 @@ void csv_row_key(const result_row_t *r, char *buf, size_t len)
             snprintf(scale, sizeof scale, "%.17g", q);
         snprintf(append, sizeof append, "|append=%s/%s/%s", rope, base, scale);
     }
+    /* a ragged batch (--ctx-dist): another row than every request at ctx */
+    char dist[sizeof r->ctx_dist + 8] = "";
+    if (r->ctx_dist[0] && strcmp(r->ctx_dist, "fixed") != 0) snprintf(dist, sizeof dist, "|dist=%s", r->ctx_dist);
     /* the inputs' scores and an approximation's settings, where the args name them */
     char approx[400] = "";
     static const char *const approx_opts[] = {"--scores", "--sink-logit", "--heavy-logit", "--recent-logit",
@@ -300,12 +304,12 @@ void csv_row_key(const result_row_t *r, char *buf, size_t len)
         if (args_has(r, approx_opts[i], v, sizeof v) && n < sizeof approx)
             snprintf(approx + n, sizeof approx - n, "|%s=%s", approx_opts[i] + 2, v);
     }
-    snprintf(buf, len, "%s|%s|%d|%d|%d|%d|%d|%d|%d|%s|%s|%d|%d|%s|%s|%s|%d|q%s|%s|%s%s%s%s%s",
+    snprintf(buf, len, "%s|%s|%d|%d|%d|%d|%d|%d|%d|%s|%s|%d|%d|%s|%s|%s|%d|q%s|%s|%s%s%s%s%s%s",
              r->gpu, r->kernel, r->batch, r->beam, r->heads, r->kv_heads, r->head_dim,
              r->ctx, r->gen, r->dtype, r->cache, r->block_size, r->indirection,
              r->multi_block, splits, r->model, r->layers, qs,
              args_has(r, "--hot", NULL, 0) ? "hot" : "flushed",
-             args_has(r, "--graph", NULL, 0) ? "graph" : "launches", kv, tp, append, approx);
+             args_has(r, "--graph", NULL, 0) ? "graph" : "launches", kv, tp, append, dist, approx);
 }
 
 /* Gives t the column `col`, each row's value(row), where it has none. */
@@ -324,14 +328,14 @@ static int add_column(csv_table_t *t, const char *col, void (*value)(const resul
     t->names = names;
     for (int row = 0; row < t->nrows; row++) {
         result_row_t r;
-        char kv[32];
+        char v[64];
         if (csv_row_parse(t, row, &r) != 0)
             result_row_init(&r);
-        value(&r, kv, sizeof kv);
+        value(&r, v, sizeof v);
         char **cells = realloc(t->cells[row], (size_t)(t->ncols + 1) * sizeof *cells);
         if (cells != NULL)
             t->cells[row] = cells;
-        if (cells == NULL || (cells[t->ncols] = strdup(kv)) == NULL) {
+        if (cells == NULL || (cells[t->ncols] = strdup(v)) == NULL) {
             /* the table stays as it was: ncols columns, the new cells freed */
             for (int k = 0; k < row; k++)
                 free(t->cells[k][t->ncols]);
@@ -352,6 +356,21 @@ int csv_add_kv_dtype(csv_table_t *t, char *msg, size_t len)
 int csv_add_step(csv_table_t *t, char *msg, size_t len)
 {
     return add_column(t, "step", csv_row_step, msg, len);
+}
+
+/* A row of a file written before --ctx-dist: every request of the batch has ctx. */
+static void fixed_ctx_dist(const result_row_t *r, char *buf, size_t len) { (void)r; snprintf(buf, len, "fixed"); }
+static void fixed_ctx_total(const result_row_t *r, char *buf, size_t len)
+{
+    snprintf(buf, len, "%.0f", (double)r->batch * r->ctx);
+}
+static void fixed_ctx_max(const result_row_t *r, char *buf, size_t len) { snprintf(buf, len, "%d", r->ctx); }
+
+int csv_add_ctx_dist(csv_table_t *t, char *msg, size_t len)
+{
+    if (add_column(t, "ctx_dist", fixed_ctx_dist, msg, len) != 0) return -1;
+    if (add_column(t, "ctx_total", fixed_ctx_total, msg, len) != 0) return -1;
+    return add_column(t, "ctx_max", fixed_ctx_max, msg, len);
 }
 
 /* ---- reading ---- */
@@ -600,13 +619,27 @@ static int check_row(const csv_table_t *t, int row, char *what, size_t len)
                  tp == 1 ? 0 : tp, tp);
         return -1;
     }
-    /* step: empty (a row of an earlier version: its args tell) or a known step, so that a
-     * row torn inside it (where it is the last column) reads as torn */
+    /* step: empty (a row of an earlier version: its args tell) or a known step */
     static const char *const steps[] = { "", "attend", "append" };
     const char *stp = csv_cell(t, row, "step");
     if (stp != NULL && !in_set(stp, steps, 3)) {
         snprintf(what, len, "column step: '%.40s' is not attend or append", stp);
         return -1;
+    }
+    /* ctx_max: the ctx column (which reports the longest length), or 0 where a row does
+     * not record it, so that a row torn inside it (where it is the last column) reads as
+     * torn; ctx_total, where given, between it and batch times it */
+    const char *cmax = csv_cell(t, row, "ctx_max"), *ctot = csv_cell(t, row, "ctx_total");
+    if (cmax && strcmp(cmax, "0") != 0 && strcmp(cmax, csv_cell(t, row, "ctx")) != 0) {
+        snprintf(what, len, "column ctx_max: '%.40s' is not the row's ctx", cmax);
+        return -1;
+    }
+    if (ctot && *ctot) {
+        double total, longest = strtod(csv_cell(t, row, "ctx"), NULL), batch = strtod(csv_cell(t, row, "batch"), NULL);
+        if (csv_parse_double(ctot, &total) != 0 || !(total >= longest && total <= batch * longest)) {
+            snprintf(what, len, "column ctx_total: '%.40s' is not between ctx and batch x ctx", ctot);
+            return -1;
+        }
     }
     /* kept, the last column: empty, or a fraction written with four decimals, so that a
      * row torn inside it reads as torn */

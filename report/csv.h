@@ -38,6 +38,9 @@ typedef struct result_row {
     char tp_us[96];    /* --tp: each GPU's median_us, in GPU order, joined by ';' (median_us
                           is their max); empty on one GPU */
     char step[8];      /* --step: attend, or append (RoPE, quantise and append first) */
+    char ctx_dist[160]; /* --ctx-dist: fixed, uniform:LO:HI[:SEED] or file:PATH */
+    double ctx_total;  /* the context lengths of the batch summed (batch * ctx when fixed) */
+    int ctx_max;       /* the longest (ctx) */
     double approx_err; /* an approximating kernel (share): the relative L2 error of its output
                           against exact attention on the same inputs; empty for exact kernels */
     double kept;       /* share: the fraction of heads that are essential */
@@ -45,7 +48,8 @@ typedef struct result_row {
 
 /* Every SPEC §6 column must be present in a file that is read; the appended ones
  * (ran, model, layers, args, sm_mhz, peak_gbps, peak_tflops, pct_spec_bw,
- * workspace_bytes, flags, device, kv_dtype, tp, tp_us, step, approx_err, kept) may be absent. */
+ * workspace_bytes, flags, device, kv_dtype, tp, tp_us, step, ctx_dist, ctx_total, ctx_max,
+ * approx_err, kept) may be absent. */
 #define CSV_SPEC_COLUMNS 34
 extern const int csv_column_count;
 
@@ -121,6 +125,9 @@ void csv_row_step(const result_row_t *r, char *buf, size_t len);
 int csv_add_kv_dtype(csv_table_t *t, char *msg, size_t len);
 /* The same for the step column (csv_row_step): attend for every row of an earlier file. */
 int csv_add_step(csv_table_t *t, char *msg, size_t len);
+/* Gives a table read from a file written before --ctx-dist its ctx_dist (fixed),
+ * ctx_total (batch x ctx) and ctx_max (ctx) columns; 0, or -1 with msg. */
+int csv_add_ctx_dist(csv_table_t *t, char *msg, size_t len);
 /* How many of the columns, in order, the header of a results CSV (read from path) holds:
  * a file of an earlier version holds the first of them. Returns that count, or -1 with
  * one line in msg when its header is not such a prefix. */

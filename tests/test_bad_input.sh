@@ -167,6 +167,24 @@ bad merge "$tmp/out.csv" "$tmp/missing.csv"
 bad merge "$tmp/out.csv" tests/fixtures/compare_base.csv --threshold 1
 bad merge "$tmp/out.csv" "" tests/fixtures/compare_base.csv
 
+# ragged batches (--ctx-dist): malformed specs, unreadable or malformed files, a file of
+# another number of lengths than --batch, a --ctx list, a kernel that takes no ragged batch
+printf '1024\n12x\n' >"$tmp/bad.txt"
+: >"$tmp/empty.txt"
+printf '1024\n0\n' >"$tmp/zero.txt"
+printf '1024\n2048\n4k\n' >"$tmp/three.txt"
+for v in '' fixed: uniform uniform:1k uniform:0:8 uniform:8:4 uniform:1x:2k uniform:1k:2k:-1 \
+         uniform:1k:2k:x normal:1:2 file: "file:$tmp/missing.txt" "file:$tmp/bad.txt" "file:$tmp/empty.txt" \
+         "file:$tmp/zero.txt"; do
+    bad run --kernel fused --ctx-dist "$v"
+done
+bad run --kernel fused --batch 2 --ctx-dist "file:$tmp/three.txt"
+bad run --kernel fused --batch 4 --ctx-dist "file:$tmp/three.txt"
+bad sweep --kernels fused --out "$csv" --batch 2,3 --ctx-dist "file:$tmp/three.txt"
+bad sweep --kernels fused --out "$csv" --ctx 1k,2k --ctx-dist uniform:1k:4k
+bad run --kernel cublas-bifurcated --batch 4 --beam 2 --ctx-dist uniform:1k:4k
+bad run --kernel cublas --batch 4 --ctx-dist uniform:1k:4k
+bad table --in tests/fixtures/compare_base.csv --ctx-dist uniform:1k:4k
 # Share-Attention maps (--share-map, read with cJSON) and the approximation's options
 map="$tmp/map.json"
 printf '%s\n' '{"layers": [{"essential_heads": [0, 2], "share_to": {"1": 0, "3": 2}}]}' >"$map"

@@ -156,7 +156,8 @@ static void header_lists_spec_columns_in_order(void **state)
     assert_string_equal(line, joined);
     /* the appended columns, kept last */
     assert_non_null(strstr(line, ",version,ran,model,layers,args,sm_mhz,peak_gbps,peak_tflops,pct_spec_bw,"
-                                 "workspace_bytes,flags,device,kv_dtype,tp,tp_us,step,approx_err,kept\n"));
+                                 "workspace_bytes,flags,device,kv_dtype,tp,tp_us,step,ctx_dist,ctx_total,ctx_max,"
+                                 "approx_err,kept\n"));
 }
 
 static void round_trip_keeps_every_field(void **state)
@@ -199,7 +200,7 @@ static void round_trip_keeps_every_field(void **state)
     assert_string_equal(csv_cell(&t, 0, "tp_us"), "");
     csv_free(&t);
     unlink(tmp_path);
-    /* tp_us, the last column, torn short of its tp times (or given on one GPU) reads as torn */
+    /* tp_us torn short of its tp times (or given on one GPU) reads as torn */
     const char *torn[] = {"80.500;", "80.500", "80.500;88.250;1.000", "x;1"};
     for (size_t k = 0; k < 4; ++k) {
         snprintf(rows[2].tp_us, sizeof rows[2].tp_us, "%s", torn[k]);
@@ -522,6 +523,64 @@ static void older_files_get_a_kv_dtype_column(void **state)
     unlink(tmp_path);
 }
 
+/* Files from before --ctx-dist get its columns (every request at ctx); a ragged row is
+ * another row than the fixed one of the same longest length, and its ctx_max and
+ * ctx_total must agree with its ctx and batch. */
+static void older_files_get_ctx_dist_columns(void **state)
+{
+    (void)state;
+    char msg[256];
+    csv_table_t t;
+    assert_int_equal(csv_read("tests/fixtures/compare_base.csv", &t, msg, sizeof msg), 0);
+    const int ncols = t.ncols;
+    assert_int_equal(csv_add_ctx_dist(&t, msg, sizeof msg), 0);
+    assert_int_equal(t.ncols, ncols + 3);
+    for (int r = 0; r < t.nrows; r++) {
+        assert_string_equal(csv_cell(&t, r, "ctx_dist"), "fixed");
+        assert_string_equal(csv_cell(&t, r, "ctx_max"), csv_cell(&t, r, "ctx"));
+        assert_true(strtod(csv_cell(&t, r, "ctx_total"), NULL) ==
+                    strtod(csv_cell(&t, r, "batch"), NULL) * strtod(csv_cell(&t, r, "ctx"), NULL));
+    }
+    assert_int_equal(csv_add_ctx_dist(&t, msg, sizeof msg), 0);
+    assert_int_equal(t.ncols, ncols + 3);
+    csv_free(&t);
+
+    result_row_t fixed, ragged, back;
+    ok_row(&fixed, "fused", 1, 5.0);
+    fixed.batch = 4;
+    snprintf(fixed.ctx_dist, sizeof fixed.ctx_dist, "fixed");
+    fixed.ctx_total = 4 * 8192.0;
+    fixed.ctx_max = 8192;
+    ragged = fixed;
+    snprintf(ragged.ctx_dist, sizeof ragged.ctx_dist, "uniform:1k:8k");
+    ragged.ctx_total = 20000;
+    char a[1024], b[1024];
+    csv_row_key(&fixed, a, sizeof a);
+    csv_row_key(&ragged, b, sizeof b);
+    assert_string_not_equal(a, b);
+    fixed.ctx_dist[0] = '\0'; /* a row that does not record it is a fixed one */
+    csv_row_key(&fixed, b, sizeof b);
+    assert_string_equal(a, b);
+    const double totals[] = {20000, 8191, 4 * 8192.0 + 1};
+    for (int k = 0; k < 3; ++k) {
+        ragged.ctx_total = totals[k];
+        FILE *f = tmp_open();
+        csv_write_header(f);
+        csv_write_row(f, &ragged);
+        fclose(f);
+        /* a total outside ctx .. batch x ctx is refused with the file */
+        const int read = csv_read(tmp_path, &t, msg, sizeof msg) == 0;
+        assert_int_equal(read, k == 0);
+        if (read) {
+            assert_int_equal(csv_row_parse(&t, 0, &back), 0);
+            assert_string_equal(back.ctx_dist, "uniform:1k:8k");
+            assert_true(back.ctx_total == 20000 && back.ctx_max == 8192);
+            csv_free(&t);
+        }
+        unlink(tmp_path);
+    }
+}
+
 static void append_needs_the_same_columns(void **state)
 {
     (void)state;
@@ -558,7 +617,7 @@ static void appending_keeps_an_earlier_versions_columns(void **state)
     ok_row(&r, "bifurcated", 8, 42.0);
     /* tests/fixtures hold files written before the sm_mhz column */
     const char *old = "tests/fixtures/compare_base.csv";
-    assert_int_equal(csv_file_columns(old, msg, sizeof msg), csv_column_count - 13);
+    assert_int_equal(csv_file_columns(old, msg, sizeof msg), csv_column_count - 16);
 
     FILE *f = tmp_open();
     csv_write_header(f);
@@ -614,6 +673,7 @@ int main(void)
         cmocka_unit_test(key_tells_the_kv_storage),
         cmocka_unit_test(older_files_get_a_kv_dtype_column),
         cmocka_unit_test(key_tells_the_step),
+        cmocka_unit_test(older_files_get_ctx_dist_columns),
         cmocka_unit_test(append_needs_the_same_columns),
         cmocka_unit_test(appending_keeps_an_earlier_versions_columns),
     };

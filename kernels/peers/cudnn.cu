@@ -149,6 +149,8 @@ static const char *cudnn_open(void)
  * for a shape it says when setup builds the graph. */
 static const char *cudnn_unsupported(const problem_t *p)
 {
+    if (problem_ragged(p))
+        return "cuDNN's SDPA is run here with one sequence length for the batch, not ragged --ctx-dist lengths";
     if (p->dtype != DTYPE_FP16 && p->dtype != DTYPE_BF16)
         return "cuDNN's SDPA takes fp16 and bf16 (and fp8) inputs, not fp32";
     if (p->indirection)
@@ -458,6 +460,7 @@ extern "C" const attn_kernel_t kernel_cudnn = {
     cudnn_launch,
     cudnn_teardown,
     CUDNN_PEER_PACKAGE,
+    0, /* no --step append */
 };
 
 #endif /* __CUDA_ARCH__ */

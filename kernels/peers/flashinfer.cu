@@ -238,6 +238,8 @@ static const char *fi_size_limits(const problem_t *p)
 
 static const char *fi_unsupported(const problem_t *p)
 {
+    if (problem_ragged(p))
+        return "FlashInfer's plan is given one length for every request here, not ragged --ctx-dist lengths";
     if (p->dtype == DTYPE_FP32)
         return "FlashInfer's decode is built here for fp16 and bf16 (its wrapper has no fp32 path)";
     if (p->head_dim != 64 && p->head_dim != 128)
@@ -667,6 +669,7 @@ extern "C" const attn_kernel_t kernel_flashinfer = {
     fi_launch,
     fi_teardown,
     "FlashInfer 0.7.2",
+    0, /* no --step append */
 };
 
 #else

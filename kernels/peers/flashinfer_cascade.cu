@@ -352,7 +352,7 @@ extern "C" const attn_kernel_t kernel_flashinfer_cascade = {
     fic_launch,
     fic_teardown,
     "FlashInfer 0.7.2",
-    0, /* does not run --step append */
+    0, /* no --step append */
     ATTN_EXACT,
 };
 

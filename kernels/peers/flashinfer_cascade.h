@@ -72,6 +72,8 @@ static inline int fic_unique_blocks(const problem_t *p)
 /* NULL when FlashInfer's code path, as built here, runs p; else the reason. */
 static inline const char *fic_unsupported(const problem_t *p)
 {
+    if (problem_ragged(p))
+        return "the cascade is planned here with one context length for every request, not ragged --ctx-dist lengths";
     if (p->cache != CACHE_PAGED)
         return "the cascade's shared level is the paged cache's shared context blocks (--cache paged); "
                "a contiguous cache has none";

@@ -69,6 +69,8 @@ static double xqa_cache_rows(const problem_t *p)
 
 static const char *xqa_unsupported(const problem_t *p)
 {
+    if (problem_ragged(p))
+        return "XQA is given one sequence length for every request here, not ragged --ctx-dist lengths";
     if (p->dtype != DTYPE_FP16 && p->dtype != DTYPE_BF16)
         return "XQA takes fp16 or bf16 queries and cache (FlashInfer builds no fp32 module)";
     if (p->head_dim != XQA_HEAD_DIM)
@@ -322,6 +324,7 @@ extern "C" const attn_kernel_t kernel_xqa = {
     xqa_launch,
     xqa_teardown,
     XQA_PACKAGE,
+    0, /* no --step append */
 };
 
 #else /* XQA's sources are not there */
