@@ -24,7 +24,7 @@ CFLAGS    += -std=c11 -O2 -g -fopenmp -Wall -Wextra -Werror=implicit-function-de
              -DATTNBENCH_SUITE_DIR=\"$(CURDIR)/bench/suites\"
 NVFLAGS   += -std=c++17 -O3 -g -lineinfo $(GENCODE) -Xcompiler -Wall \
              --expt-relaxed-constexpr
-LDLIBS    += -lcublas -lcuda -lgomp -lm -ldl
+LDLIBS    += -lcublas -lcuda -lgomp -lm -ldl -lcjson
 
 # Peers (kernels/peers/): built from the headers `make peers` unpacks into $(PEERS);
 # without them each peer is a stub whose rows are unsupported ("not built").
@@ -160,16 +160,17 @@ FUZZ_INPUT_TIMEOUT ?= 10
 FUZZ_FLAGS := -std=c11 -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all \
               -D_POSIX_C_SOURCE=200809L -I$(CUDA_HOME)/include -DATTNBENCH_SUITE_DIR=\"$(CURDIR)/bench/suites\"
 FUZZ_CSV_SRC := tests/fuzz/fuzz_csv.c report/csv.c report/compare.c report/table.c report/merge.c \
-                problem/presets.c problem/problem.c problem/ctx_dist.c bench/out_csv.c
+                problem/presets.c problem/problem.c problem/ctx_dist.c problem/share_map.c bench/out_csv.c
 FUZZ_OPT_SRC := tests/fuzz/fuzz_options.c bench/options.c bench/suite.c bench/usage.c harness/grid.c \
-                problem/problem.c problem/ctx_dist.c problem/presets.c report/table.c report/csv.c \
+                problem/problem.c problem/ctx_dist.c problem/presets.c problem/share_map.c report/table.c \
+                report/csv.c \
                 kernels/registry.c tests/fuzz/kernels_stub.c
 $(BUILD)/fuzz/fuzz_csv: $(FUZZ_CSV_SRC) $(wildcard problem/*.h report/*.h harness/*.h bench/*.h)
 	@mkdir -p $(dir $@)
-	$(FUZZ_CC) $(FUZZ_FLAGS) -o $@ $(FUZZ_CSV_SRC) -lm
+	$(FUZZ_CC) $(FUZZ_FLAGS) -o $@ $(FUZZ_CSV_SRC) -lm -lcjson
 $(BUILD)/fuzz/fuzz_options: $(FUZZ_OPT_SRC) $(wildcard problem/*.h report/*.h harness/*.h bench/*.h kernels/*.h)
 	@mkdir -p $(dir $@)
-	$(FUZZ_CC) $(FUZZ_FLAGS) -o $@ $(FUZZ_OPT_SRC) -lm
+	$(FUZZ_CC) $(FUZZ_FLAGS) -o $@ $(FUZZ_OPT_SRC) -lm -lcjson
 # Each target's progress goes to $(BUILD)/fuzz/NAME.log; its last lines are printed, and
 # the whole log where the fuzzer failed.
 FUZZ_RUN = cd $(BUILD)/fuzz && if ./$(1) -max_total_time=$(FUZZ_TIME) -timeout=$(FUZZ_INPUT_TIMEOUT) \

@@ -418,9 +418,11 @@ static int load_entries(command_t cmd, const options_t *o, suite_entry_t *single
             e->n_kernels = o->n_kernels;
         }
         if (!e->n_kernels) {
-            /* without --kernels: attnbench's own kernels (peers run when named) */
+            /* without --kernels: attnbench's own exact kernels (peers and approximations
+             * run when named) */
             for (int k = 0; attn_kernels[k] && e->n_kernels < KERNELS_MAX; ++k)
-                if (!attn_kernels[k]->peer) e->kernels[e->n_kernels++] = attn_kernels[k]->name;
+                if (!attn_kernels[k]->peer && attn_kernels[k]->approx == ATTN_EXACT)
+                    e->kernels[e->n_kernels++] = attn_kernels[k]->name;
         }
     }
     return 0;

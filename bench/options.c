@@ -9,6 +9,7 @@
 #include <string.h>
 #include "../problem/presets.h"
 #include "../problem/ctx_dist.h"
+#include "../problem/share_map.h"
 #include "../harness/timing.h"
 #include "../harness/tp.h"
 #include "usage.h"
@@ -25,7 +26,8 @@ enum opt_id {
     OPT_PAPER, OPT_FORMAT, OPT_THRESHOLD, OPT_CHANGES, OPT_HELP,
     OPT_NO_VERIFY, OPT_VERIFY_TIME, OPT_MAX_NOISE, OPT_MAX_TIME, OPT_DRY_RUN, OPT_SHARD,
     OPT_DEVICES, OPT_KV_DTYPE, OPT_KV_SCALE, OPT_VS_PEERS, OPT_STEP, OPT_ROPE, OPT_ROPE_BASE,
-    OPT_ROPE_SCALE, OPT_CTX_DIST, OPT_Q_LEN,
+    OPT_ROPE_SCALE, OPT_CTX_DIST, OPT_Q_LEN, OPT_SCORES, OPT_SINK_LOGIT, OPT_HEAVY_LOGIT, OPT_RECENT_LOGIT,
+    OPT_SHARE_FRACTION, OPT_SHARE_MAP, OPT_SHARE_LAYER,
 };
 
 /* Where an option may appear: one bit per command, and suite lines. */
@@ -74,6 +76,13 @@ static const opt_def_t opt_defs[] = {
     {"rope", required_argument, OPT_ROPE, 0, PROBLEM, GRID_FIELD_ROPE},
     {"rope-base", required_argument, OPT_ROPE_BASE, 0, PROBLEM, GRID_FIELD_ROPE_BASE},
     {"rope-scale", required_argument, OPT_ROPE_SCALE, 0, PROBLEM, GRID_FIELD_ROPE_SCALE},
+    {"scores", required_argument, OPT_SCORES, 0, PROBLEM, GRID_FIELD_SCORES},
+    {"sink-logit", required_argument, OPT_SINK_LOGIT, 0, PROBLEM, GRID_FIELD_SINK_LOGIT},
+    {"heavy-logit", required_argument, OPT_HEAVY_LOGIT, 0, PROBLEM, GRID_FIELD_HEAVY_LOGIT},
+    {"recent-logit", required_argument, OPT_RECENT_LOGIT, 0, PROBLEM, GRID_FIELD_RECENT_LOGIT},
+    {"share-fraction", required_argument, OPT_SHARE_FRACTION, 0, PROBLEM, GRID_FIELD_SHARE_FRACTION},
+    {"share-map", required_argument, OPT_SHARE_MAP, 0, PROBLEM, GRID_FIELD_SHARE_MAP},
+    {"share-layer", required_argument, OPT_SHARE_LAYER, 0, PROBLEM, GRID_FIELD_SHARE_MAP},
     /* -k is --kernel for run and --kernels elsewhere (see short_to_id) */
     {"kernel", required_argument, OPT_KERNEL, 0, IN(CMD_RUN), 0},
     {"kernels", required_argument, OPT_KERNELS, 0, IN(CMD_SWEEP) | IN(CMD_VERIFY) | IN_SUITE, 0},
@@ -510,6 +519,25 @@ static int apply_option(const opt_def_t *d, const char *arg, command_t mode, opt
         return 0;
     case OPT_INDIRECTION: g->indirection = true; return 0;
     case OPT_Q_SCALING: return parse_positive_double(opt, arg, &g->q_scaling, msg, len);
+    case OPT_SCORES: {
+        static const char *const names[] = {"flat", "peaked"};
+        int v;
+        if (parse_choice(opt, arg, names, 2, &v, msg, len)) return -1;
+        g->scores = (scores_t)v;
+        return 0;
+    }
+    case OPT_SINK_LOGIT: return parse_nonnegative_double(opt, arg, &g->sink_logit, msg, len);
+    case OPT_HEAVY_LOGIT: return parse_nonnegative_double(opt, arg, &g->heavy_logit, msg, len);
+    case OPT_RECENT_LOGIT: return parse_nonnegative_double(opt, arg, &g->recent_logit, msg, len);
+    case OPT_SHARE_FRACTION:
+        if (parse_nonnegative_double(opt, arg, &g->share_fraction, msg, len)) return -1;
+        if (!(g->share_fraction < 1.0)) FAIL("--share-fraction %s must be below 1 (some head must be essential)", arg);
+        return 0;
+    case OPT_SHARE_MAP:
+        if (!*arg) FAIL("--share-map needs a file name");
+        o->share_map_path = arg;
+        return 0;
+    case OPT_SHARE_LAYER: return parse_int(opt, arg, 0, INT_MAX, &o->share_layer, msg, len);
     case OPT_MODEL:
         if (!preset_find(arg)) {
             char known[256] = "";
@@ -549,8 +577,8 @@ static int apply_option(const opt_def_t *d, const char *arg, command_t mode, opt
     case OPT_SUITE:
         if (!*arg) FAIL("--suite needs a name or a path");
         if (mode == CMD_VERIFY && strcmp(arg, "quick") && strcmp(arg, "full") && strcmp(arg, "kvq") &&
-            strcmp(arg, "peers") && !strchr(arg, '/'))
-            FAIL("--suite for verify is quick, full, kvq, peers or a path (got '%s')", arg);
+            strcmp(arg, "peers") && strcmp(arg, "share") && !strchr(arg, '/'))
+            FAIL("--suite for verify is quick, full, kvq, peers, share or a path (got '%s')", arg);
         o->suite = arg;
         return 0;
     case OPT_RESUME: o->resume = true; return 0;
@@ -632,6 +660,29 @@ static int parse_line(int argc, char **argv, command_t mode, options_t *o, unsig
     return 0;
 }
 
+/* The maps --share-map read, each (file, layer) once; they live as long as the process. */
+#define SHARE_MAPS_MAX 8
+static share_map_t share_maps[SHARE_MAPS_MAX];
+static int n_share_maps;
+
+/* --share-map FILE and --share-layer N, given in either order, into the grid's map. */
+static int resolve_share_map(options_t *o, char *msg, size_t len)
+{
+    if (!o->share_map_path) {
+        if (o->share_layer) FAIL("--share-layer needs --share-map FILE");
+        return 0;
+    }
+    for (int i = 0; i < n_share_maps; ++i)
+        if (!strcmp(share_maps[i].path, o->share_map_path) && share_maps[i].layer == o->share_layer) {
+            o->grid.share_map = &share_maps[i];
+            return 0;
+        }
+    if (n_share_maps == SHARE_MAPS_MAX) FAIL("--share-map: at most %d different maps and layers", SHARE_MAPS_MAX);
+    if (share_map_load(o->share_map_path, o->share_layer, &share_maps[n_share_maps], msg, len)) return -1;
+    o->grid.share_map = &share_maps[n_share_maps++];
+    return 0;
+}
+
 /* --model fills heads, kv_heads, head_dim and layers that were not given explicitly;
  * those fields then count as set, since the user asked for them through the model. */
 static void apply_model(grid_t *g, unsigned *set)
@@ -697,6 +748,7 @@ int options_parse(int argc, char **argv, command_t cmd, options_t *o, char *msg,
     if ((unsigned)cmd >= SUITE_LINE) FAIL("unknown command");
     int rc = parse_line(argc, argv, cmd, o, &o->grid_set, msg, len);
     if (rc) return rc;
+    if (resolve_share_map(o, msg, len)) return -1;
     apply_model(&o->grid, &o->grid_set);
     if (check_rope(&o->grid, o->grid_set, msg, len)) return -1;
     if (cmd == CMD_VERIFY && !o->suite) o->suite = "quick";
@@ -735,6 +787,7 @@ int options_parse_suite_line(int argc, char **argv, options_t *o, char *msg, siz
 {
     options_init(o);
     if (parse_line(argc, argv, SUITE_LINE, o, &o->grid_set, msg, len)) return -1;
+    if (resolve_share_map(o, msg, len)) return -1;
     apply_model(&o->grid, &o->grid_set);
     return check_rope(&o->grid, o->grid_set, msg, len);
 }

@@ -52,6 +52,9 @@ typedef struct options {
     const char *files[2];
     double threshold;
     bool changes_only;
+    /* --share-map FILE (pointing into argv) and --share-layer N, read into grid.share_map */
+    const char *share_map_path;
+    int share_layer;
     /* merge: OUT.csv, then the inputs (pointing into argv) */
     char *const *merge_files; int n_merge_files;
 } options_t;

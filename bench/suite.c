@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #ifndef ATTNBENCH_SUITE_DIR
 #define ATTNBENCH_SUITE_DIR "bench/suites"
@@ -48,7 +49,36 @@ static char *read_text(const char *path, size_t *n)
 }
 
 /* One suite line (NUL-terminated, writable, comment already cut) into e. */
-static int suite_line(char *line, const options_t *base, suite_entry_t *e, char *msg, size_t len)
+/* A relative --share-map FILE of a suite line names a file beside the suite (dir), or,
+ * where there is none (a suite written elsewhere from a shipped one's lines), beside the
+ * shipped suites (ATTNBENCH_SUITE_DIR, else bench/suites of the working directory); the
+ * word is rewritten into joined, which outlives the line's parse. A file found nowhere
+ * stays as written, for the map reader to name. */
+static void share_map_beside(char **argv, int argc, const char *dir, char *joined, size_t len)
+{
+    static const char opt[] = "--share-map";
+    for (int i = 1; i < argc; ++i) {
+        const char *file = NULL, *prefix = "";
+        if (!strcmp(argv[i], opt) && i + 1 < argc) file = argv[++i];
+        else if (!strncmp(argv[i], opt, sizeof opt - 1) && argv[i][sizeof opt - 1] == '=') {
+            file = argv[i] + sizeof opt;
+            prefix = "--share-map=";
+        }
+        if (!file || !*file || file[0] == '/') continue;
+        const char *const dirs[] = {dir, ATTNBENCH_SUITE_DIR, "bench/suites"};
+        for (size_t k = 0; k < sizeof dirs / sizeof dirs[0]; ++k) {
+            snprintf(joined, len, "%s/%s", dirs[k], file);
+            if (access(joined, R_OK) == 0) {
+                snprintf(joined, len, "%s%s/%s", prefix, dirs[k], file);
+                argv[i] = joined;
+                break;
+            }
+        }
+    }
+}
+
+static int suite_line(char *line, const char *dir, const options_t *base, suite_entry_t *e, char *msg,
+                      size_t len)
 {
     char *argv[SUITE_TOKENS + 1];
     int argc = 0;
@@ -59,6 +89,8 @@ static int suite_line(char *line, const options_t *base, suite_entry_t *e, char 
         argv[argc++] = tok;
     }
     argv[argc] = NULL;
+    char joined[4096 + 32];
+    share_map_beside(argv, argc, dir, joined, sizeof joined);
     options_t o;
     if (options_parse_suite_line(argc, argv, &o, msg, len)) return -1;
     if (base) {
@@ -114,6 +146,11 @@ int suite_load(const char *name, const options_t *base, suite_entry_t **entries,
     memcpy(copy, text, text_len + 1);
     free(text);
 
+    char dir[4096];
+    snprintf(dir, sizeof dir, "%s", path);
+    char *slash = strrchr(dir, '/');
+    if (slash) *slash = '\0';
+    else snprintf(dir, sizeof dir, ".");
     int k = 0, line_no = 0;
     for (char *p = copy; *p;) {
         char *end = p + strcspn(p, "\n");
@@ -124,7 +161,7 @@ int suite_load(const char *name, const options_t *base, suite_entry_t **entries,
         if (hash) *hash = '\0';
         if (line_has_content(p, p + strlen(p))) {
             char why[512];
-            if (suite_line(p, base, &block[k], why, sizeof why)) {
+            if (suite_line(p, dir, base, &block[k], why, sizeof why)) {
                 free(block);
                 FAIL("%s:%d: %s", path, line_no, why);
             }

@@ -15,7 +15,9 @@ extern "C" {
  * --kv-heads, --head-dim, --layers win over its --model), then every field the command
  * line set (base->grid_set, base->kernels) replaces the line's: what the user typed wins,
  * so `sweep --suite quick --dtype bf16` is the quick suite in bf16. base may be NULL.
- * NAME without '/' is ATTNBENCH_SUITE_DIR "/" NAME ".suite"; with '/' it is a path. */
+ * NAME without '/' is ATTNBENCH_SUITE_DIR "/" NAME ".suite"; with '/' it is a path. A
+ * relative --share-map FILE in a line names a file beside the suite file (or beside the
+ * shipped suites). */
 typedef struct suite_entry {
     grid_t grid;
     const char *kernels[KERNELS_MAX]; int n_kernels;

@@ -30,7 +30,7 @@ __device__ __forceinline__ uint64_t div_u64(uint64_t a, uint32_t b)
 
 struct q_source {
     uint64_t seed;
-    int heads, d;
+    int heads, d, kv_heads, peaked;
     template <int N> __device__ void values(int64_t e, float *v) const
     {
         uint64_t row = div_u64((uint64_t)e, (uint32_t)d);
@@ -38,7 +38,7 @@ struct q_source {
         uint64_t query = div_u64(row, (uint32_t)heads);
         int head = (int)(row - query * heads);
 #pragma unroll
-        for (int i = 0; i < N; ++i) v[i] = logical_q(seed, heads, d, (int)query, head, x + i);
+        for (int i = 0; i < N; ++i) v[i] = kv_query(seed, peaked, heads, kv_heads, d, (int)query, head, x + i);
     }
     __device__ float scalar(int64_t e) const
     {
@@ -293,7 +293,7 @@ extern "C" cudaError_t fill_q(void *q, const problem_t *p, uint64_t seed, cudaSt
         return cudaErrorInvalidValue;
     int64_t elements = (int64_t)problem_queries(p) * p->heads * p->head_dim;
     if (p->dtype != DTYPE_FP16 && p->dtype != DTYPE_BF16 && p->dtype != DTYPE_FP32) return cudaErrorInvalidValue;
-    q_source src = {seed, p->heads, p->head_dim};
+    q_source src = {seed, p->heads, p->head_dim, p->kv_heads, p->scores == SCORES_PEAKED};
     return launch_fill_dtype(q, elements, p->dtype, p->head_dim, src, s);
 }
 

@@ -19,7 +19,8 @@ enum {
     FILL_KV_DECODED = 1,   /* bifurcated decoded part */
 };
 
-/* q [B*W, q_len, h, d] with logical_q(seed, ...) in p->dtype. */
+/* q [B*W, q_len, h, d] with logical_q(seed, ...) in p->dtype (--scores peaked:
+ * logical_q_peaked), a query token's row standing for the stream. */
 cudaError_t fill_q(void *q, const problem_t *p, uint64_t seed, cudaStream_t s);
 
 /* --step append's packed QKV [B*W, (h + 2g) * d] in p->dtype: append_qkv_logical(g, seed,

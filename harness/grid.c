@@ -98,6 +98,12 @@ void grid_default(grid_t *g)
     g->rope = p.rope;
     g->rope_base = p.rope_base;
     g->rope_scale = p.rope_scale;
+    g->scores = p.scores;
+    g->sink_logit = p.sink_logit;
+    g->heavy_logit = p.heavy_logit;
+    g->recent_logit = p.recent_logit;
+    g->share_fraction = p.share_fraction;
+    g->share_map = p.share_map;
 }
 
 /* The axes in expansion order, outermost first (see grid.h). */
@@ -164,6 +170,12 @@ static void point_at(const grid_t *g, const int *idx, problem_t *p)
     p->rope_base = g->rope_base;
     p->rope_scale = g->rope_scale;
     problem_set_ctx_dist(p, g->ctx_dist); /* after batch: a ragged point's ctx is its longest */
+    p->scores = g->scores;
+    p->sink_logit = g->sink_logit;
+    p->heavy_logit = g->heavy_logit;
+    p->recent_logit = g->recent_logit;
+    p->share_fraction = g->share_fraction;
+    p->share_map = g->share_map;
 }
 
 /* Odometer step, innermost axis fastest. An inner axis's size may depend on outer
@@ -297,4 +309,10 @@ void grid_override(grid_t *dst, const grid_t *src, unsigned fields)
     if (fields & GRID_FIELD_ROPE_BASE) dst->rope_base = src->rope_base;
     if (fields & GRID_FIELD_ROPE_SCALE) dst->rope_scale = src->rope_scale;
     if (fields & GRID_FIELD_CTX_DIST) dst->ctx_dist = src->ctx_dist;
+    if (fields & GRID_FIELD_SCORES) dst->scores = src->scores;
+    if (fields & GRID_FIELD_SINK_LOGIT) dst->sink_logit = src->sink_logit;
+    if (fields & GRID_FIELD_HEAVY_LOGIT) dst->heavy_logit = src->heavy_logit;
+    if (fields & GRID_FIELD_RECENT_LOGIT) dst->recent_logit = src->recent_logit;
+    if (fields & GRID_FIELD_SHARE_FRACTION) dst->share_fraction = src->share_fraction;
+    if (fields & GRID_FIELD_SHARE_MAP) dst->share_map = src->share_map;
 }

@@ -42,6 +42,10 @@ typedef struct grid {
     double rope_base, rope_scale;
     const struct ctx_dist *ctx_dist; /* --ctx-dist (problem/ctx_dist.h), NULL: fixed; outlives
                                         the grid's points, whose lengths it gives */
+    scores_t scores;                 /* --scores, and peaked's logit boosts */
+    double sink_logit, heavy_logit, recent_logit;
+    double share_fraction;           /* --share-fraction (share) */
+    const struct share_map *share_map;   /* --share-map/--share-layer, NULL without */
 } grid_t;
 
 /* The grid of one point: problem_default(). */
@@ -58,6 +62,8 @@ enum grid_field {
     GRID_FIELD_KV_DTYPE = 1u << 16, GRID_FIELD_KV_SCALE = 1u << 17, GRID_FIELD_TP = 1u << 18,
     GRID_FIELD_STEP = 1u << 19, GRID_FIELD_ROPE = 1u << 20, GRID_FIELD_ROPE_BASE = 1u << 21,
     GRID_FIELD_ROPE_SCALE = 1u << 22, GRID_FIELD_CTX_DIST = 1u << 23, GRID_FIELD_Q_LEN = 1u << 24,
+    GRID_FIELD_SCORES = 1u << 25, GRID_FIELD_SINK_LOGIT = 1u << 26, GRID_FIELD_HEAVY_LOGIT = 1u << 27,
+    GRID_FIELD_RECENT_LOGIT = 1u << 28, GRID_FIELD_SHARE_FRACTION = 1u << 29, GRID_FIELD_SHARE_MAP = 1u << 30,
 };
 /* The options that only --step append takes. */
 #define GRID_FIELDS_ROPE (GRID_FIELD_ROPE | GRID_FIELD_ROPE_BASE | GRID_FIELD_ROPE_SCALE)

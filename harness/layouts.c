@@ -46,6 +46,10 @@ kv_geometry_t kv_geometry_make(const problem_t *p, kv_layout_t layout)
     g.gen = p->gen;
     g.kv_quant = (int)p->kv_quant;
     g.kv_scale_per_head = p->kv_quant != KV_QUANT_NONE && p->kv_scale == KV_SCALE_HEAD;
+    g.peaked = p->scores == SCORES_PEAKED;
+    g.peak_sink = problem_peak_code(p, p->sink_logit);
+    g.peak_heavy = problem_peak_code(p, p->heavy_logit);
+    g.peak_recent = problem_peak_code(p, p->recent_logit);
     if (layout == LAYOUT_PAGED) {
         g.block_size = p->block_size;
         g.block_shift = log2_of(p->block_size);

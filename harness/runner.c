@@ -16,6 +16,7 @@
 #include "../problem/logical_data.h"
 #include "../problem/kv_quant.h"
 #include "../problem/append.h"
+#include "../problem/share_map.h"
 #include "verify.h"
 #include "../reference/reference.h"
 #include "../kernels/append_step.h"
@@ -119,6 +120,19 @@ static void row_args(const problem_t *p, const attn_kernel_t *k, const timing_op
     if (p->tp > 1) MORE(" --tp %d", p->tp);
     if (problem_ragged(p)) MORE(" --ctx-dist %s", p->ctx_dist->spec);
     if (p->q_len > 1) MORE(" --q-len %d", p->q_len);
+    if (p->scores == SCORES_PEAKED) {
+        char v[3][32];
+        shortest(p->sink_logit, v[0], sizeof v[0]);
+        shortest(p->heavy_logit, v[1], sizeof v[1]);
+        shortest(p->recent_logit, v[2], sizeof v[2]);
+        MORE(" --scores peaked --sink-logit %s --heavy-logit %s --recent-logit %s", v[0], v[1], v[2]);
+    }
+    if (k->approx == ATTN_APPROX_SHARE && p->share_map) {
+        MORE(" --share-map %s --share-layer %d", p->share_map->path, p->share_map->layer);
+    } else if (k->approx == ATTN_APPROX_SHARE) {
+        shortest(p->share_fraction, num, sizeof num);
+        MORE(" --share-fraction %s", num);
+    }
     if (t->hot) MORE(" --hot");
     if (t->graph) MORE(" --graph");
 #undef MORE
@@ -158,6 +172,7 @@ void runner_describe_unplanned(const char *gpu, const timing_opts_t *timing, con
     snprintf(row->ctx_dist, sizeof row->ctx_dist, "%s", problem_ragged(p) ? p->ctx_dist->spec : "fixed");
     row->ctx_total = (double)problem_ctx_total(p);
     row->ctx_max = problem_ctx_max(p);
+    if (k->approx == ATTN_APPROX_SHARE) row->kept = (double)problem_share_essential(p) / p->heads;
 }
 
 /* The row's configuration columns and the plan they record; returns the kernel the
@@ -254,12 +269,14 @@ typedef struct checked_rows {
     long n;
     long *at;
     double *want;
+    double *exact;   /* an approximating kernel's: exact attention's values of the same rows */
 } checked_rows_t;
 
 static void checked_rows_free(checked_rows_t *c)
 {
     free(c->at);
     free(c->want);
+    free(c->exact);
     memset(c, 0, sizeof *c);
 }
 
@@ -361,6 +378,41 @@ fail:
     return -1;
 }
 
+/* An approximating kernel's rows also get exact attention's reference, for approx_err.
+ * reference_rows leaves at[] in the order it sorted it to, which sorting again keeps. */
+static int checked_rows_exact(const ref_source_t *src, checked_rows_t *c)
+{
+    if (!src->share_to) return 0;
+    ref_source_t exact = *src;
+    exact.share_to = NULL;
+    c->exact = malloc((size_t)(c->n > 0 ? c->n : 1) * src->p->head_dim * sizeof *c->exact);
+    if (!c->exact) return -1;
+    return reference_rows(&exact, c->at, 0, c->n, c->exact);
+}
+
+/* The checked rows of a row run by `run` on inputs of this seed, with the reference of
+ * what run computes: exact attention, or its approximation (then exact attention's too). */
+static int checked_rows_for(const problem_t *p, const attn_kernel_t *run, const kv_geometry_t *geom,
+                            uint64_t seed, const int32_t *indirection, double budget_s, checked_rows_t *c)
+{
+    ref_source_t src = {0};
+    src.p = p;
+    src.geom = *geom;
+    src.seed = seed;
+    src.indirection = indirection;
+    int *share_to = NULL;
+    if (run->approx == ATTN_APPROX_SHARE) {
+        /* [h]: the head whose weights head i uses */
+        if (!(share_to = malloc((size_t)p->heads * sizeof *share_to))) return -1;
+        for (int i = 0; i < p->heads; ++i) share_to[i] = problem_share_target(p, i);
+    }
+    src.share_to = share_to;
+    int rc = checked_rows_make(&src, splitmix64(seed ^ 0x5eed), budget_s, c) != 0 || checked_rows_exact(&src, c) != 0
+                 ? -1 : 0;
+    free(share_to);
+    return rc;
+}
+
 /* Judges the output in out (device) against the checked rows and records it in row:
  * the worst of every judged launch stays (rel_err, max_abs_err), one failure makes
  * the row a mismatch, with a line on stderr naming the worst row. */
@@ -377,6 +429,13 @@ static cudaError_t judge_output(const problem_t *p, const void *out, const check
         verify_judge(got, rows, p->head_dim, c->at, c->want, c->n, tol, bound, &v);
         if (!(row->rel_err >= v.worst_rel)) row->rel_err = v.worst_rel;
         if (!(row->max_abs_err >= v.max_abs)) row->max_abs_err = v.max_abs;
+        if (c->exact) {
+            err_acc_t acc = {0};
+            for (long i = 0; i < c->n; ++i)
+                err_add(&acc, c->exact + (size_t)i * p->head_dim, got + (size_t)c->at[i] * p->head_dim, p->head_dim);
+            double approx = err_rel(&acc);
+            if (!(row->approx_err >= approx)) row->approx_err = approx;
+        }
         if (!v.ok) {
             char what[160];
             problem_describe(p, what, sizeof what);
@@ -597,13 +656,9 @@ void runner_row(runner_t *r, const problem_t *p, const attn_kernel_t *k, result_
     timer_last_t last_hooks = {poison_output, keep_output, &last};
     if (e == cudaSuccess && r->verify) {
         nvtx_push("verify");
-        ref_source_t src = {0};
-        src.p = p;
-        src.geom = a.geom;
-        src.geom.ctx_lens = b.host_ctx_lens;
-        src.seed = seed;
-        src.indirection = b.host_indirection;
-        if (checked_rows_make(&src, splitmix64(seed ^ 0x5eed), r->verify_budget_s, &checked) != 0)
+        kv_geometry_t geom = a.geom;
+        geom.ctx_lens = b.host_ctx_lens;
+        if (checked_rows_for(p, run, &geom, seed, b.host_indirection, r->verify_budget_s, &checked) != 0)
             e = HOST_SHORT;
         CK(judge_output(p, b.out, &checked, "first", row));
         CK(alloc(&b.last_out, m.out));

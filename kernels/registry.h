@@ -17,6 +17,11 @@ extern "C" {
 
 typedef struct attn_kernel attn_kernel_t;
 
+/* What a kernel computes: exact attention, or an approximation whose CPU reference
+ * differs (the rows also report its distance from exact attention, approx_err, and
+ * what it kept). */
+typedef enum { ATTN_EXACT = 0, ATTN_APPROX_SHARE = 1 } attn_approx_t;
+
 /* What setup() returns where it finds, only then, that the kernel cannot run the
  * problem: a peer whose library cannot be loaded, or rejects the configuration when
  * it builds its plan. Before returning it, setup writes a one-line reason into
@@ -99,6 +104,7 @@ struct attn_kernel {
     /* 1 where the kernel runs --step append: it reads the layouts append_launch writes
      * (kernels/append_step.h), so the step's kernel can run before it. */
     int runs_append;
+    attn_approx_t approx;   /* ATTN_EXACT unless the kernel approximates attention */
 };
 
 /* The partials per row that a plan of `fused` merges in a separate launch (0 where it

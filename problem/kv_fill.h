@@ -25,19 +25,40 @@ HD float quiet_nan(void)
     return f;
 }
 
+/* The peaked code of the keys at logical position pos (0: a flat key). */
+HD int kv_peak_code(const kv_geometry_t *g, uint64_t seed, int pos)
+{
+    if (!g->peaked) return 0;
+    if (pos < PEAK_SINKS) return g->peak_sink;
+    if (pos >= g->ctx + g->gen - PEAK_RECENT) return g->peak_recent;
+    if (pos < g->ctx && logical_heavy_hitter(seed, pos)) return g->peak_heavy;
+    return 0;
+}
+
 /* The logical context K/V of a request and the decoded K/V of a stream (logical_data.h),
  * in an 8-bit cache at the range of their tensor and kv head (kv_quant_amplitude). */
 HD float kv_ctx_logical(const kv_geometry_t *g, uint64_t seed, int request, int which, int head,
                         int pos, int x)
 {
-    float v = logical_ctx_kv(seed, g->kv_heads, g->ctx, g->head_dim, request, which, head, pos, x);
+    int b = which == 0 ? kv_peak_code(g, seed, pos) : 0;
+    float v = which == 0 && g->peaked ? logical_ctx_k_peaked(seed, g->kv_heads, g->ctx, g->head_dim, request, head, pos, x, b)
+                : logical_ctx_kv(seed, g->kv_heads, g->ctx, g->head_dim, request, which, head, pos, x);
     return g->kv_quant ? v * kv_quant_amplitude(which, head) : v;
 }
 HD float kv_dec_logical(const kv_geometry_t *g, uint64_t seed, int stream, int which, int head,
                         int pos, int x)
 {
-    float v = logical_dec_kv(seed, g->kv_heads, g->gen, g->head_dim, stream, which, head, pos, x);
+    int b = which == 0 ? kv_peak_code(g, seed, g->ctx + pos) : 0;
+    float v = which == 0 && g->peaked ? logical_dec_k_peaked(seed, g->kv_heads, g->gen, g->head_dim, stream, head, pos, x, b)
+                : logical_dec_kv(seed, g->kv_heads, g->gen, g->head_dim, stream, which, head, pos, x);
     return g->kv_quant ? v * kv_quant_amplitude(which, head) : v;
+}
+
+/* Query element x of (stream, head): logical_q, or with peaked scores logical_q_peaked. */
+HD float kv_query(uint64_t seed, int peaked, int heads, int kv_heads, int d, int stream, int head, int x)
+{
+    return peaked ? logical_q_peaked(seed, heads, kv_heads, d, stream, head, x)
+                  : logical_q(seed, heads, d, stream, head, x);
 }
 
 /* K/V (which) of stream `stream` at logical position pos, kv head `head`, element x:

@@ -29,6 +29,9 @@ typedef struct kv_geometry {
     const int32_t *ctx_lens;    /* ragged batches: each request's context length [B], in the
                                    memory of whoever addresses through this geometry (host or
                                    device); NULL: every request's is ctx */
+    /* --scores peaked (peaked 1): the code of the keys of sinks, heavy hitters and the
+     * recent window (logical_data.h); all 0 for flat scores */
+    int peaked, peak_sink, peak_heavy, peak_recent;
 } kv_geometry_t;
 
 /* Request r's context length, and the keys of a stream (its request's context and the

@@ -2,6 +2,8 @@
 #include "ctx_dist.h"
 
 #include <limits.h>
+#include "logical_data.h"
+#include "share_map.h"
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -15,6 +17,8 @@ problem_t problem_default(void)
         .block_size = 64, .indirection = false, .multi_block = MULTI_BLOCK_AUTO, .splits = 0,
         .q_scaling = 1.0, .layers = 1, .tp = 1, .model = NULL, .ctx_dist = NULL,
         .step = STEP_ATTEND, .rope = ROPE_NEOX, .rope_base = 10000.0, .rope_scale = 1.0,
+        .scores = SCORES_FLAT, .sink_logit = 10.0, .heavy_logit = 8.0, .recent_logit = 6.0,
+        .share_fraction = 0.3, .share_map = NULL,
     };
     return p;
 }
@@ -74,6 +78,7 @@ dtype_t problem_kv_dtype(const problem_t *p)
 
 static const char *const dtype_names[] = {"fp16", "bf16", "fp32", "fp8", "int8"};
 static const char *const kv_scale_names[] = {"tensor", "head"};
+static const char *const scores_names[] = {"flat", "peaked"};
 static const char *const cache_names[] = {"contiguous", "paged"};
 static const char *const multi_block_names[] = {"auto", "off", "on"};
 static const char *const attn_names[] = {"mha", "gqa", "mqa"};
@@ -88,6 +93,19 @@ const char *attn_type_name(attn_type_t a) { return attn_names[a]; }
 const char *kv_scale_name(kv_scale_t s) { return kv_scale_names[s]; }
 const char *step_name(step_kind_t s) { return step_names[s]; }
 const char *rope_name(rope_t r) { return rope_names[r]; }
+const char *scores_name(scores_t s) { return scores_names[s]; }
+
+double peak_logit_max(int head_dim, double q_scaling)
+{
+    return PEAK_CODE_MAX * sqrt((double)head_dim) / (32.0 * q_scaling);
+}
+
+int problem_peak_code(const problem_t *p, double logit)
+{
+    if (p->scores != SCORES_PEAKED) return 0;
+    long b = lround(logit * 32.0 * p->q_scaling / sqrt((double)p->head_dim));
+    return b < 0 ? 0 : b > PEAK_CODE_MAX ? PEAK_CODE_MAX : (int)b;
+}
 
 static int lookup(const char *s, const char *const *names, int n)
 {
@@ -117,6 +135,14 @@ int kv_scale_parse(const char *s, kv_scale_t *out)
     int i = lookup(s, kv_scale_names, 2);
     if (i < 0) return -1;
     *out = (kv_scale_t)i;
+    return 0;
+}
+
+int scores_parse(const char *s, scores_t *out)
+{
+    int i = lookup(s, scores_names, 2);
+    if (i < 0) return -1;
+    *out = (scores_t)i;
     return 0;
 }
 
@@ -210,6 +236,23 @@ int problem_validate(const problem_t *p, char *msg, size_t msg_len)
     if (p->q_len > 1 && problem_ragged(p))
         FAIL("--q-len %d takes one context length for every request, not --ctx-dist %s", p->q_len,
              p->ctx_dist->spec);
+    if (p->scores == SCORES_PEAKED) {
+        const struct { const char *opt; double v; } peaks[] = {
+            {"--sink-logit", p->sink_logit}, {"--heavy-logit", p->heavy_logit}, {"--recent-logit", p->recent_logit},
+        };
+        double most = peak_logit_max(p->head_dim, p->q_scaling);
+        for (size_t i = 0; i < sizeof peaks / sizeof peaks[0]; ++i)
+            if (!(peaks[i].v >= 0.0 && peaks[i].v <= most))
+                FAIL("%s %g must be from 0 to %.1f (what peaked inputs can express at --head-dim %d)", peaks[i].opt,
+                     peaks[i].v, most, p->head_dim);
+    }
+    if (!(p->share_fraction >= 0.0 && p->share_fraction < 1.0))
+        FAIL("--share-fraction %g must be at least 0 and below 1", p->share_fraction);
+    if (!p->share_map && share_count(p->heads, p->share_fraction) >= p->heads)
+        FAIL("--share-fraction %g shares all %d heads: at least one must be essential", p->share_fraction, p->heads);
+    if (p->share_map && p->share_map->heads != p->heads)
+        FAIL("--share-map %s: layer %d has %d heads, --heads is %d", p->share_map->path, p->share_map->layer,
+             p->share_map->heads, p->heads);
     if ((int64_t)p->ctx + p->gen >= PROBLEM_KEYS_LIMIT)
         FAIL("--ctx %d + --gen %d must stay below 2^30 keys", p->ctx, p->gen);
     if ((int64_t)p->batch * p->beam > INT_MAX)

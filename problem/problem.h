@@ -29,6 +29,10 @@ typedef enum { STEP_ATTEND, STEP_APPEND } step_kind_t;
 /* RoPE's pairing of a head's elements (--rope): GPT-NeoX's halves (x, x + d/2) or
  * GPT-J's neighbours (2i, 2i + 1). */
 typedef enum { ROPE_NEOX, ROPE_GPTJ } rope_t;
+/* --scores: the logical inputs' attention, flat (random q and K), or peaked as a trained
+ * model's is (logical_data.h: attention sinks, heavy hitters, a recent window). */
+typedef enum { SCORES_FLAT, SCORES_PEAKED } scores_t;
+struct share_map;
 
 /* ctx + gen stays below this many keys. */
 #define PROBLEM_KEYS_LIMIT (1 << 30)
@@ -69,6 +73,13 @@ typedef struct problem {
     double rope_scale;    /* --rope-scale: linear position scaling, positions divided by it */
     const struct ctx_dist *ctx_dist; /* --ctx-dist: each request's own context length
                                         (problem/ctx_dist.h); NULL: every request has ctx */
+    scores_t scores;      /* --scores */
+    double sink_logit, heavy_logit, recent_logit;   /* peaked: each class's logit boost */
+    /* Share-Attention (the `share` kernel; exact kernels ignore them): the fraction of
+     * heads that reuse an essential head's weights (a synthetic map, share_map.h), or the
+     * --share-map layer, which then decides. */
+    double share_fraction;
+    const struct share_map *share_map;
 } problem_t;
 
 /* The defaults of every option: the 7B model's attention, one request, one stream. */
@@ -114,6 +125,13 @@ const char *attn_type_name(attn_type_t a);
 const char *kv_scale_name(kv_scale_t s);
 const char *step_name(step_kind_t s);
 const char *rope_name(rope_t r);
+const char *scores_name(scores_t s);
+int scores_parse(const char *s, scores_t *out);
+/* The most a peaked class's logit boost may be at head dimension d and q_scaling: what
+ * the logical data can express (logical_data.h PEAK_CODE_MAX). */
+double peak_logit_max(int head_dim, double q_scaling);
+/* The key code (logical_data.h) of a peaked class of logit boost `logit`; 0 for flat scores. */
+int problem_peak_code(const problem_t *p, double logit);
 /* Name -> enum; return 0 on success, -1 for an unknown name. dtype_parse takes the
  * three query dtypes, kv_dtype_parse those and the two 8-bit ones. */
 int dtype_parse(const char *s, dtype_t *out);

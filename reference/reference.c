@@ -137,7 +137,7 @@ static void load_query(const ref_source_t *s, int query, int head, double *q)
         return;
     }
     for (int x = 0; x < p->head_dim; ++x)
-        q[x] = logical_q(s->seed, p->heads, p->head_dim, query, head, x);
+        q[x] = kv_query(s->seed, p->scores == SCORES_PEAKED, p->heads, p->kv_heads, p->head_dim, query, head, x);
 }
 
 static double dot(const double *a, const double *b, int d)
@@ -151,7 +151,8 @@ void reference_row(const ref_source_t *src, int query, int head, double *out)
 {
     const problem_t *p = src->p;
     const int stream = query_stream(query, p->q_len);
-    const int d = p->head_dim, kv_head = head / problem_group(p);
+    const int d = p->head_dim, v_head = head / problem_group(p);
+    const int q_head = src->share_to ? src->share_to[head] : head, k_head = q_head / problem_group(p);
     const source_mode_t mode = source_mode(src);
     /* of the stream's own keys (a ragged batch's request has its own), query token j of n
      * sees the first L - n + 1 + j */
@@ -164,12 +165,12 @@ void reference_row(const ref_source_t *src, int query, int head, double *out)
     }
     double q[REF_MAX_HEAD_DIM], row[REF_MAX_HEAD_DIM], acc[REF_MAX_HEAD_DIM] = {0};
     const double scale = problem_scale(p);
-    load_query(src, query, head, q);
+    load_query(src, query, q_head, q);
 
     double max_logit = -INFINITY;
     for (int pos = 0; pos < L; ++pos) {
-        load_row(src, mode, stream, 0, kv_head, pos, row);
-        dequantise(src, 0, kv_head, row);
+        load_row(src, mode, stream, 0, k_head, pos, row);
+        dequantise(src, 0, k_head, row);
         logit[pos] = scale * dot(q, row, d);
         if (logit[pos] > max_logit) max_logit = logit[pos];
     }
@@ -178,8 +179,8 @@ void reference_row(const ref_source_t *src, int query, int head, double *out)
     for (int pos = 0; pos < L; ++pos) {
         double w = exp(logit[pos] - max_logit);
         denom += w;
-        load_row(src, mode, stream, 1, kv_head, pos, row);
-        dequantise(src, 1, kv_head, row);
+        load_row(src, mode, stream, 1, v_head, pos, row);
+        dequantise(src, 1, v_head, row);
         for (int x = 0; x < d; ++x) acc[x] += w * row[x];
     }
     for (int x = 0; x < d; ++x) out[x] = acc[x] / denom;

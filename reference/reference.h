@@ -18,7 +18,7 @@ extern "C" {
 typedef struct ref_source {
     const problem_t *p;
     kv_geometry_t geom;
-    uint64_t seed;                 /* q is always logical_q(seed, ...) */
+    uint64_t seed;                 /* q is kv_query(seed, ...): logical_q, or peaked */
     const float *kv;               /* materialised contiguous cache or paged pool, or NULL */
     const float *kv_ctx, *kv_dec;  /* materialised bifurcated buffers, or NULL */
     const int32_t *block_table;    /* paged */
@@ -29,6 +29,9 @@ typedef struct ref_source {
      * that many rows of one group cost one materialisation. */
     const float *ctx_kv;
     int ctx_request, ctx_head;
+    /* Share-Attention (problem/share_map.h), or NULL for exact attention: [h], the head
+     * whose query and K (its kv head's) give head i its weights; V stays head i's own. */
+    const int *share_to;
 } ref_source_t;
 
 /* Writes the context K then V of one request and kv head as the cache holds them
@@ -40,7 +43,9 @@ void reference_ctx_fill(const ref_source_t *src, int request, int kv_head, float
 /* Standard attention of one (query token, query head): query = stream * q_len + j (with
  * q_len 1, the stream), attending to the first problem_keys_of_token(p, j) keys of its
  * stream (causal among the stream's q_len query tokens). Double accumulation, softmax with
- * max subtraction, scale = problem_scale(p), kv head = head / (h/g). With no buffers
+ * max subtraction, scale = problem_scale(p), kv head = head / (h/g). With share_to set,
+ * the weights are those of head share_to[head] (its query, its kv head's K), applied to
+ * this head's V. With no buffers
  * set, K/V come straight from the logical definition (kv_fill.h kv_stored) read through
  * kv_source_stream (indirection); with buffers, through kv_row_offset. An 8-bit cache's
  * rows (codes' values, from either) are dequantised as the kernels do: each value times

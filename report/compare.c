@@ -63,7 +63,7 @@ verdict_t compare_rows(const result_row_t *base, const result_row_t *next, doubl
 /* ---- joining ---- */
 
 typedef struct keyed {
-    char key[400];
+    char key[1024];
     int row;
 } keyed_t;
 
@@ -117,7 +117,7 @@ int compare_tables(const csv_table_t *base, const csv_table_t *next, double thre
         snprintf(msg, len, "out of memory");
         return -1;
     }
-    char key[400];
+    char key[1024];
     for (int i = 0; i < base->nrows; i++) {
         compare_entry_t *e = &out->entries[out->n];
         csv_row_parse(base, i, &e->base);

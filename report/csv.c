@@ -38,7 +38,8 @@ static const col_desc_t cols[] = {
     S(ran), S(model), I(layers), S(args), D(sm_mhz, "%.0f"),
     D(peak_gbps, "%.0f"), D(peak_tflops, "%.0f"), D(pct_spec_bw, "%.2f"),
     D(workspace_bytes, "%.0f"), S(flags), I(device), S(kv_dtype),
-    I(tp), S(tp_us), S(step), S(ctx_dist), D(ctx_total, "%.0f"), I(ctx_max), I(q_len),
+    I(tp), S(tp_us), S(step), S(ctx_dist), D(ctx_total, "%.0f"), I(ctx_max),
+    D(approx_err, "%.3e"), D(kept, "%.4f"), I(q_len),
 };
 #undef S
 #undef I
@@ -297,12 +298,22 @@ void csv_row_key(const result_row_t *r, char *buf, size_t len)
     /* --q-len n: n query tokens per stream, another row than one token's */
     char ql[24] = "";
     if (r->q_len > 1) snprintf(ql, sizeof ql, "|q_len=%d", r->q_len);
-    snprintf(buf, len, "%s|%s|%d|%d|%d|%d|%d|%d|%d|%s|%s|%d|%d|%s|%s|%s|%d|q%s|%s|%s%s%s%s%s%s",
+    /* the inputs' scores and an approximation's settings, where the args name them */
+    char approx[400] = "";
+    static const char *const approx_opts[] = {"--scores", "--sink-logit", "--heavy-logit", "--recent-logit",
+                                              "--share-fraction", "--share-map", "--share-layer"};
+    for (size_t i = 0; i < sizeof approx_opts / sizeof approx_opts[0]; ++i) {
+        char v[300];
+        size_t n = strlen(approx);
+        if (args_has(r, approx_opts[i], v, sizeof v) && n < sizeof approx)
+            snprintf(approx + n, sizeof approx - n, "|%s=%s", approx_opts[i] + 2, v);
+    }
+    snprintf(buf, len, "%s|%s|%d|%d|%d|%d|%d|%d|%d|%s|%s|%d|%d|%s|%s|%s|%d|q%s|%s|%s%s%s%s%s%s%s",
              r->gpu, r->kernel, r->batch, r->beam, r->heads, r->kv_heads, r->head_dim,
              r->ctx, r->gen, r->dtype, r->cache, r->block_size, r->indirection,
              r->multi_block, splits, r->model, r->layers, qs,
              args_has(r, "--hot", NULL, 0) ? "hot" : "flushed",
-             args_has(r, "--graph", NULL, 0) ? "graph" : "launches", kv, tp, append, dist, ql);
+             args_has(r, "--graph", NULL, 0) ? "graph" : "launches", kv, tp, append, dist, ql, approx);
 }
 
 /* Gives t the column `col`, each row's value(row), where it has none. */
@@ -633,9 +644,9 @@ static int check_row(const csv_table_t *t, int row, char *what, size_t len)
         snprintf(what, len, "column step: '%.40s' is not attend or append", stp);
         return -1;
     }
-    /* ctx_max, the last column: the ctx column (which reports the longest length), or 0
-     * where a row does not record it, so that a row torn inside it reads as torn;
-     * ctx_total, where given, between it and batch times it */
+    /* ctx_max: the ctx column (which reports the longest length), or 0 where a row does
+     * not record it, so that a row torn inside it (where it is the last column) reads as
+     * torn; ctx_total, where given, between it and batch times it */
     const char *cmax = csv_cell(t, row, "ctx_max"), *ctot = csv_cell(t, row, "ctx_total");
     if (cmax && strcmp(cmax, "0") != 0 && strcmp(cmax, csv_cell(t, row, "ctx")) != 0) {
         snprintf(what, len, "column ctx_max: '%.40s' is not the row's ctx", cmax);
@@ -648,7 +659,18 @@ static int check_row(const csv_table_t *t, int row, char *what, size_t len)
             return -1;
         }
     }
-    /* q_len: a query-token count from 1 to 16, the one the row's args name (--q-len; none:
+    /* kept: empty, or a fraction written with four decimals, so that a
+     * row torn inside it reads as torn */
+    const char *kept = csv_cell(t, row, "kept");
+    if (kept && *kept) {
+        double k;
+        const char *dot = strchr(kept, '.');
+        if (csv_parse_double(kept, &k) != 0 || !(k >= 0 && k <= 1) || !dot || strlen(dot + 1) != 4) {
+            snprintf(what, len, "column kept: '%.40s' is not a fraction from 0 to 1 with four decimals", kept);
+            return -1;
+        }
+    }
+    /* q_len, the last column: a query-token count from 1 to 16, the one the row's args name (--q-len; none:
      * 1), so that a row torn inside it (16 cut to 1, or to nothing) reads as torn */
     const char *ql = csv_cell(t, row, "q_len");
     if (ql != NULL) {

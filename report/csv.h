@@ -43,12 +43,15 @@ typedef struct result_row {
     int ctx_max;       /* the longest (ctx) */
     int q_len;         /* --q-len: query tokens per stream (speculative decoding); 1 in a
                           file written before the column */
+    double approx_err; /* an approximating kernel (share): the relative L2 error of its output
+                          against exact attention on the same inputs; empty for exact kernels */
+    double kept;       /* share: the fraction of heads that are essential */
 } result_row_t;
 
 /* Every SPEC §6 column must be present in a file that is read; the appended ones
  * (ran, model, layers, args, sm_mhz, peak_gbps, peak_tflops, pct_spec_bw,
  * workspace_bytes, flags, device, kv_dtype, tp, tp_us, step, ctx_dist, ctx_total, ctx_max,
- * q_len) may be absent. */
+ * q_len, approx_err, kept) may be absent. */
 #define CSV_SPEC_COLUMNS 34
 extern const int csv_column_count;
 
@@ -109,7 +112,8 @@ int csv_append(csv_table_t *dst, const csv_table_t *src, char *msg, size_t len);
  * than configuration. An 8-bit cache adds its storage and its --kv-scale (absent:
  * tensor); a cache in the dtype adds nothing, so keys of earlier rows stay theirs.
  * --step append adds its RoPE settings (csv_row_step); attend, the default, nothing;
- * q_len above 1 adds its count, and 1 nothing. */
+ * q_len above 1 adds its count, and 1 nothing. So do --scores peaked and its logits,
+ * --share-fraction, --share-map and --share-layer where the args hold them. */
 void csv_row_key(const result_row_t *r, char *buf, size_t len);
 /* The row's KV storage: its kv_dtype, else (a row of a file written before that column)
  * the --kv-dtype of its args, else its dtype. */

@@ -196,6 +196,40 @@ bad sweep --kernels fused --out "$csv" --ctx 1k,2k --ctx-dist uniform:1k:4k
 bad run --kernel cublas-bifurcated --batch 4 --beam 2 --ctx-dist uniform:1k:4k
 bad run --kernel cublas --batch 4 --ctx-dist uniform:1k:4k
 bad table --in tests/fixtures/compare_base.csv --ctx-dist uniform:1k:4k
+# Share-Attention maps (--share-map, read with cJSON) and the approximation's options
+map="$tmp/map.json"
+printf '%s\n' '{"layers": [{"essential_heads": [0, 2], "share_to": {"1": 0, "3": 2}}]}' >"$map"
+badmap() { # JSON text: the map must be refused
+    printf '%s\n' "$1" >"$tmp/bad.json"
+    bad sweep --dry-run --kernels share --heads 4 --kv-heads 2 --share-map "$tmp/bad.json"
+    bad run --kernel share --heads 4 --kv-heads 2 --share-map "$tmp/bad.json"
+}
+badmap '{"layers": [{"essential_heads": [0, 2], "share_to": {"1": 0, "3": 2}}'
+badmap ''
+badmap '[]'
+badmap '42'
+badmap '{"layers": [{"share_to": {"1": 0}}]}'
+badmap '{"layers": [{"essential_heads": [], "share_to": {"0": 1}}]}'
+badmap '{"layers": [{"essential_heads": [0, 2], "share_to": [0, 0]}]}'
+badmap '{"layers": [{"essential_heads": [0, 0], "share_to": {"1": 0}}]}'
+badmap '{"layers": [{"essential_heads": [0, 2.5], "share_to": {"1": 0, "3": 0}}]}'
+badmap '{"layers": [{"essential_heads": [0, 2], "share_to": {"1": 0, "3": 1}}]}'
+badmap '{"layers": [{"essential_heads": [0, 2], "share_to": {"1": 0, "9": 2}}]}'
+badmap '{"layers": [{"essential_heads": [0, 2], "share_to": {"2": 0, "1": 0}}]}'
+badmap '{"layers": [{"essential_heads": [0, 1], "share_to": {"x": 0}}]}'
+badmap '{"layers": [{"essential_heads": [0, 1, 2, 3], "share_to": {}}, {"essential_heads": [0], "share_to": {"1": 0}}]}'
+badmap '{"0": {"essential_heads": [0, 1, 2, 3], "share_to": {}}, "0": {"essential_heads": [0, 1, 2, 3], "share_to": {}}}'
+bad sweep --dry-run --kernels share --heads 4 --kv-heads 2 --share-map "$tmp/missing.json"
+bad sweep --dry-run --kernels share --heads 8 --kv-heads 2 --share-map "$map"
+bad sweep --dry-run --kernels share --heads 4 --kv-heads 2 --share-map "$map" --share-layer 1
+bad sweep --dry-run --kernels share --heads 4 --kv-heads 2 --share-layer 1
+bad sweep --dry-run --kernels share --share-map ''
+for v in 1 1.5 -0.1 x ''; do bad run --kernel share --share-fraction "$v"; done
+bad run --kernel share --heads 4 --kv-heads 4 --share-fraction 0.9
+for v in sharp '' 1; do bad run --kernel share --scores "$v"; done
+bad run --kernel share --scores peaked --sink-logit 99
+bad run --kernel share --scores peaked --heavy-logit -1
+bad run --kernel share --scores peaked --head-dim 8 --recent-logit 20
 
 # CSV input of table and compare
 bad table --in "$tmp/missing.csv"

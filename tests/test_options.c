@@ -12,6 +12,7 @@
 #include <unistd.h>
 #include "../bench/options.h"
 #include "../bench/suite.h"
+#include "../problem/share_map.h"
 #include "../harness/grid_internal.h"
 
 #ifndef ATTNBENCH_SUITE_DIR
@@ -649,6 +650,60 @@ static void test_shipped_suites_load(void **state)
     assert_true(loaded >= 1);
 }
 
+/* --scores, the peaked logits and Share-Attention's map options into the grid and every
+ * point; a suite line's relative --share-map names a file beside the suite. */
+static void test_scores_and_share_options(void **state)
+{
+    (void)state;
+    options_t o;
+    parse_ok(CMD_SWEEP, "sweep --kernels share --heads 8 --kv-heads 2 --scores peaked --sink-logit 12 "
+                        "--heavy-logit 0 --recent-logit 3.5 --share-fraction 0.75 --out x.csv", &o);
+    assert_int_equal(o.grid.scores, SCORES_PEAKED);
+    assert_true(o.grid.sink_logit == 12.0 && o.grid.heavy_logit == 0.0 && o.grid.recent_logit == 3.5);
+    assert_true(o.grid.share_fraction == 0.75);
+    assert_null(o.grid.share_map);
+    problem_t *pts;
+    int n;
+    char msg[512];
+    assert_int_equal(grid_expand(&o.grid, &pts, &n, msg, sizeof msg), 0);
+    assert_int_equal(pts[0].scores, SCORES_PEAKED);
+    assert_true(pts[0].share_fraction == 0.75 && pts[0].recent_logit == 3.5);
+    assert_int_equal(problem_share_essential(&pts[0]), 2);
+    free(pts);
+    parse_ok(CMD_RUN, "run --kernel share", &o);
+    assert_int_equal(o.grid.scores, SCORES_FLAT);
+    assert_true(o.grid.share_fraction == 0.3);
+
+    const char *path = write_suite("--heads 32 --kv-heads 8 --share-map share-maps/irregular-h32.json "
+                                   "--share-layer 2 --kernels share\n");
+    suite_entry_t *e;
+    assert_int_equal(suite_load("verify-share", NULL, &e, &n, msg, sizeof msg), 0);
+    const share_map_t *m = NULL;
+    for (int i = 0; i < n; ++i)
+        if (e[i].grid.share_map && e[i].grid.share_map->layer == 2) m = e[i].grid.share_map;
+    assert_non_null(m);
+    assert_int_equal(m->heads, 32);
+    assert_int_equal(m->essential, 6);
+    assert_non_null(strstr(m->path, "bench/suites/share-maps/irregular-h32.json"));
+    free(e);
+    /* a suite elsewhere holding a shipped suite's line: the map beside the shipped suites */
+    assert_int_equal(suite_load(suite_path, NULL, &e, &n, msg, sizeof msg), 0);
+    assert_non_null(e[0].grid.share_map);
+    assert_int_equal(e[0].grid.share_map->essential, 6);
+    free(e);
+    unlink(suite_path);
+    path = write_suite("--heads 32 --kv-heads 8 --share-map no-such-map.json --kernels share\n");
+    assert_int_equal(suite_load(path, NULL, &e, &n, msg, sizeof msg), -1);
+    assert_non_null(strstr(msg, "--share-map no-such-map.json: cannot read"));
+    unlink(suite_path);
+
+    expect_bad(CMD_RUN, "run --kernel share --scores sharp", "--scores");
+    expect_bad(CMD_RUN, "run --kernel share --share-fraction 1", "below 1");
+    expect_bad(CMD_RUN, "run --kernel share --share-layer 3", "needs --share-map");
+    expect_bad(CMD_RUN, "run --kernel share --sink-logit -2", "--sink-logit");
+    expect_bad(CMD_RUN, "run --kernel share --scores peaked --recent-logit 100", "--recent-logit");
+}
+
 /* table and compare share the option table: their options land in their fields, and
  * the run/sweep ones are refused there (and theirs elsewhere). */
 static void test_table_and_compare(void **state)
@@ -773,6 +828,7 @@ int main(void)
         cmocka_unit_test(test_suite_command_line_wins),
         cmocka_unit_test(test_step_options),
         cmocka_unit_test(test_suite_errors),
+        cmocka_unit_test(test_scores_and_share_options),
         cmocka_unit_test(test_shipped_suites_load),
         cmocka_unit_test(test_table_and_compare),
         cmocka_unit_test(test_limits_and_out_flags),

@@ -764,6 +764,7 @@ extern "C" const attn_kernel_t kernel_flashinfer = {
     fi_teardown,
     "FlashInfer 0.7.2",
     0, /* no --step append */
+    ATTN_EXACT,
 };
 
 #else

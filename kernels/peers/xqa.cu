@@ -358,6 +358,7 @@ extern "C" const attn_kernel_t kernel_xqa = {
     xqa_teardown,
     XQA_PACKAGE,
     0, /* no --step append */
+    ATTN_EXACT,
 };
 
 #else /* XQA's sources are not there */

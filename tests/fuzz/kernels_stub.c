@@ -8,6 +8,7 @@ const attn_kernel_t kernel_fused = {.name = "fused"};
 const attn_kernel_t kernel_cublas_bifurcated = {.name = "cublas-bifurcated"};
 const attn_kernel_t kernel_bifurcated = {.name = "bifurcated"};
 const attn_kernel_t kernel_auto = {.name = "auto"};
+const attn_kernel_t kernel_share = {.name = "share", .approx = ATTN_APPROX_SHARE};
 const attn_kernel_t kernel_flashinfer = {.name = "flashinfer", .peer = "FlashInfer 0.7.2"};
 const attn_kernel_t kernel_xqa = {.name = "xqa", .peer = "FlashInfer 0.7.2"};
 const attn_kernel_t kernel_flashinfer_cascade = {.name = "flashinfer-cascade", .peer = "FlashInfer 0.7.2"};
