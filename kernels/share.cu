@@ -10,6 +10,7 @@
 #include <cuda_fp16.h>
 #include <cuda_bf16.h>
 
+#include "attn_core.cuh"
 #include "registry.h"
 #include "share_internal.h"
 #include "../problem/share_map.h"
@@ -33,39 +34,14 @@ struct share_params {
     float scale;
 };
 
-template <typename T> __device__ __forceinline__ void to_float(const uint4 &u, float *v);
-template <> __device__ __forceinline__ void to_float<__half>(const uint4 &u, float *v)
+/* 16 bytes of T (8 halves or 4 floats) as floats, and a float back to T. */
+template <typename T> __device__ __forceinline__ void to_float(const uint4 &u, float *v)
 {
-    const __half2 *h = reinterpret_cast<const __half2 *>(&u);
+    const T *e = reinterpret_cast<const T *>(&u);
 #pragma unroll
-    for (int i = 0; i < 4; ++i) {
-        float2 f = __half22float2(h[i]);
-        v[2 * i] = f.x;
-        v[2 * i + 1] = f.y;
-    }
+    for (int i = 0; i < vec16<T>::N; ++i) v[i] = dt<T>::to_f(e[i]);
 }
-template <> __device__ __forceinline__ void to_float<__nv_bfloat16>(const uint4 &u, float *v)
-{
-    const __nv_bfloat162 *h = reinterpret_cast<const __nv_bfloat162 *>(&u);
-#pragma unroll
-    for (int i = 0; i < 4; ++i) {
-        float2 f = __bfloat1622float2(h[i]);
-        v[2 * i] = f.x;
-        v[2 * i + 1] = f.y;
-    }
-}
-template <> __device__ __forceinline__ void to_float<float>(const uint4 &u, float *v)
-{
-    v[0] = __uint_as_float(u.x);
-    v[1] = __uint_as_float(u.y);
-    v[2] = __uint_as_float(u.z);
-    v[3] = __uint_as_float(u.w);
-}
-
-template <typename T> __device__ __forceinline__ T from_float(float x);
-template <> __device__ __forceinline__ __half from_float<__half>(float x) { return __float2half_rn(x); }
-template <> __device__ __forceinline__ __nv_bfloat16 from_float<__nv_bfloat16>(float x) { return __float2bfloat16_rn(x); }
-template <> __device__ __forceinline__ float from_float<float>(float x) { return x; }
+template <typename T> __device__ __forceinline__ T from_float(float x) { return dt<T>::from_f(x); }
 
 /* The lane's vectors (sub, sub + lpr, ...) of a d-element row starting at element
  * offset off of base; zeros for vectors past the row and for an invalid row. */

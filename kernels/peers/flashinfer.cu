@@ -50,6 +50,7 @@
 #include <flashinfer/attention/scheduler.cuh>
 #include <flashinfer/attention/variants.cuh>
 #include <flashinfer/page.cuh>
+#include "peer_scales.h"
 
 namespace fi = flashinfer;
 
@@ -545,12 +546,7 @@ static cudaError_t fi_setup(attn_args_t *a)
     if (e == cudaSuccess) e = cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device);
     st->pdl = major >= 9;
     /* the scales our kernels read, K's then V's (--kv-scale tensor): the wrapper's floats */
-    float scales[2] = {1.f, 1.f};
-    if (e == cudaSuccess && p->kv_quant != KV_QUANT_NONE)
-        e = a->kv_scale ? cudaMemcpy(scales, a->kv_scale, sizeof scales, cudaMemcpyDeviceToHost)
-                        : cudaErrorInvalidValue;
-    st->k_scale = scales[0];
-    st->v_scale = scales[1];
+    if (e == cudaSuccess) e = peer_kv_scales(a, &st->k_scale, &st->v_scale);
     fi_id *indptr_h = NULL;
     if (e == cudaSuccess) e = fi_tables_setup(st, p, &indptr_h);
     if (e == cudaSuccess) e = fi_plan_any(st, p, indptr_h);

@@ -21,6 +21,7 @@
  * the output by kv_cache_scale. So kv_cache_scale is V's scale and q_scale carries K's
  * over V's, as a caller of FlashInfer's xqa() with two scales would pass them. */
 #include "../registry.h"
+#include "peer_scales.h"
 
 #define XQA_PACKAGE "FlashInfer 0.7.2"
 
@@ -263,13 +264,8 @@ static cudaError_t xqa_setup(attn_args_t *a)
     st->inst = inst;
     xqa_strides(p, st);
     cudaError_t e = inst->setup(&st->smem_bytes);
-    /* the scales our kernels read: K's then V's, one each (--kv-scale tensor) */
-    float scales[2] = {1.f, 1.f};
-    if (e == cudaSuccess && p->kv_quant != KV_QUANT_NONE)
-        e = a->kv_scale ? cudaMemcpy(scales, a->kv_scale, sizeof scales, cudaMemcpyDeviceToHost)
-                        : cudaErrorInvalidValue;
-    st->k_scale = scales[0];
-    st->v_scale = scales[1];
+    /* the scales our kernels read, K's then V's (--kv-scale tensor): the wrapper's floats */
+    if (e == cudaSuccess) e = peer_kv_scales(a, &st->k_scale, &st->v_scale);
 
     /* a block table read back to split its blocks into pages (outside timing) */
     int32_t *blocks = NULL;
