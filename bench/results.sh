@@ -3,7 +3,8 @@
 # from one revision (SPEC §8):
 #   bench/results.sh [STEP|N ...]        (make results [PART=STEP|N])
 # Steps, in order (N counts from 1): peak, verify-quick, memcheck, racecheck,
-# synccheck, verify-full, one sweep per suite of RESULTS_SUITES, tables. Without
+# synccheck, verify-full, verify-kvq, verify-share (and verify-peers where the suites
+# hold the peers'), one sweep per suite of RESULTS_SUITES, tables. Without
 # arguments every step not yet done runs.
 #
 # Resumable and cut to fit a window: a call starts no step after RESULTS_SECONDS
@@ -24,14 +25,16 @@
 # reference most of a 2,000-row set's hour).
 set -u
 bin=${ATTNBENCH:-build/attnbench}
-suites=${RESULTS_SUITES:-core multiblock beam paged bifurcated bifurcated-paged paper6 paper7 ci peers}
+suites=${RESULTS_SUITES:-core multiblock beam paged bifurcated bifurcated-paged paper6 paper7 ci peers kvq kvq-peers qlen ragged append share}
 budget=${RESULTS_SECONDS:-540}
 extra=${RESULTS_ARGS---verify-time 0.2}
 revision=${REVISION:-$(git describe --always --dirty --abbrev=12 2>/dev/null || echo unknown)}
 start=$(date +%s)
 
-# the peers suite needs the peers themselves, not their stubs
-case " $suites " in *" peers "*)
+# the peers' suites (and then their verification step) need the peers, not their stubs
+peers_verify=""
+case " $suites " in *" peers "*|*" kvq-peers "*)
+    peers_verify=verify-peers
     if "$bin" list 2>/dev/null | grep -q '(not built)'; then
         echo "results: the peers are not built (make peers, then make): their suite would be all unsupported rows" >&2
         exit 2
@@ -149,13 +152,13 @@ run_step() {
     memcheck) verify_step memcheck verify-quick compute-sanitizer --target-processes all --tool memcheck --error-exitcode 1 ;;
     racecheck) verify_step racecheck verify-quick compute-sanitizer --target-processes all --tool racecheck --error-exitcode 1 ;;
     synccheck) verify_step synccheck verify-quick compute-sanitizer --target-processes all --tool synccheck --error-exitcode 1 ;;
-    verify-full) verify_step verify-full verify-full ;;
+    verify-full|verify-kvq|verify-peers|verify-share) verify_step "$1" "$1" ;;
     tables) tables_step ;;
     *) sweep_step "$1" ;;
     esac
 }
 
-all="peak verify-quick memcheck racecheck synccheck verify-full $suites tables"
+all="peak verify-quick memcheck racecheck synccheck verify-full verify-kvq verify-share $peers_verify $suites tables"
 if [ $# -eq 0 ]; then set -- $all; fi
 failed=""
 for want in "$@"; do

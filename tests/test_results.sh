@@ -46,6 +46,9 @@ check "a sweep per suite" has "sweep --suite paper6 --out $tmp/out/paper6.csv --
 check "the reference's budget 0.2 s by default" has "sweep --suite ci .*--resume --verify-time 0.2$" "$tmp/calls"
 check "the paper table" has "| table |" "$tmp/out/paper6.md"
 check "sanitizers run verify" has "compute-sanitizer .*racecheck" "$tmp/out/commands.txt"
+check "the 8-bit and share verification suites" has "verify --suite verify-kvq .*# > verify-kvq.log" "$tmp/out/commands.txt"
+check "verify-share too" has "verify --suite verify-share .*# > verify-share.log" "$tmp/out/commands.txt"
+check "no peers' verification without their suites" lacks "verify-peers" "$tmp/out/commands.txt"
 lines=$(grep -cv '^[[:space:]]*\(#\|$\)' bench/suites/verify-quick.suite)
 check "verify-quick line by line" [ "$(grep -c '^# line [0-9]*: exit 0' "$tmp/out/verify-quick.log")" -eq "$lines" ]
 
@@ -92,6 +95,10 @@ check "peers suite without the peers refused" rc 2
 check "says how to build them" has "make peers" "$tmp/log"
 STUB_STUBS=1 run
 check "suites without peers run with stubs" rc 0
+STUB_STUBS=1 RESULTS_SUITES="ci kvq-peers" run
+check "the e4m3 peers' suite refused without the peers too" rc 2
+RESULTS_DIR="$tmp/peers" RESULTS_SUITES="ci peers" run
+check "with the peers' suite, their verification" has "verify --suite verify-peers .*# > verify-peers.log" "$tmp/peers/commands.txt"
 
 rm -rf "$tmp/out"
 : > "$tmp/calls"
