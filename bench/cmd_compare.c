@@ -8,13 +8,10 @@
 int cmd_compare(int argc, char **argv)
 {
     options_t o;
+    int status;
+    if (cmd_options(argc, argv, CMD_COMPARE, &o, &status) != 0) return status;
     char msg[512];
-    int rc = options_parse(argc, argv, CMD_COMPARE, &o, msg, sizeof msg);
-    if (rc != 0) {
-        if (rc < 0) cmd_error("compare", "%s", msg);
-        return rc < 0 ? 2 : 0;
-    }
-    rc = compare_files(o.files[0], o.files[1], o.threshold, o.changes_only, stdout, msg,
+    int rc = compare_files(o.files[0], o.files[1], o.threshold, o.changes_only, stdout, msg,
                        sizeof msg);
     if (rc == 2) cmd_error("compare", "%s", msg);
     return rc;

@@ -78,13 +78,8 @@ static int write_all(out_csv_t *csv, const csv_table_t *t, const char *const *pa
 int cmd_merge(int argc, char **argv)
 {
     options_t o;
-    char msg[512];
-    int rc = options_parse(argc, argv, CMD_MERGE, &o, msg, sizeof msg);
-    if (rc == 1) return 0;
-    if (rc != 0) {
-        cmd_error(argv[0], "%s", msg);
-        return 2;
-    }
+    int status;
+    if (cmd_options(argc, argv, CMD_MERGE, &o, &status) != 0) return status;
     if (check_files_apart(&o) != 0) return 2;
     int n = o.n_merge_files - 1;
     const char *const *paths = (const char *const *)o.merge_files + 1;
@@ -93,8 +88,8 @@ int cmd_merge(int argc, char **argv)
         cmd_error("merge", "out of host memory");
         return 1;
     }
-    int read = 0;
-    rc = 0;
+    char msg[512];
+    int read = 0, rc = 0;
     for (; read < n && rc == 0; ++read)
         if (csv_read(paths[read], &t[read], msg, sizeof msg) != 0) rc = 2;
     if (rc == 0 && merge_check(t, paths, n, msg, sizeof msg) != 0) rc = 2;

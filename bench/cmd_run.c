@@ -431,13 +431,10 @@ static int load_entries(command_t cmd, const options_t *o, suite_entry_t *single
 static int run_command(int argc, char **argv, command_t cmd)
 {
     options_t o;
+    int status;
+    if (cmd_options(argc, argv, cmd, &o, &status) != 0) return status;
     char msg[512];
-    int rc = options_parse(argc, argv, cmd, &o, msg, sizeof msg);
-    if (rc == 1) return 0;
-    if (rc != 0) {
-        cmd_error(argv[0], "%s", msg);
-        return 2;
-    }
+    int rc;
 
     /* Everything a user can get wrong is checked before the GPU is touched. */
     suite_entry_t *entries = NULL, single;

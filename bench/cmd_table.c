@@ -9,12 +9,9 @@
 int cmd_table(int argc, char **argv)
 {
     options_t o;
+    int status;
+    if (cmd_options(argc, argv, CMD_TABLE, &o, &status) != 0) return status;
     char msg[512];
-    int rc = options_parse(argc, argv, CMD_TABLE, &o, msg, sizeof msg);
-    if (rc != 0) {
-        if (rc < 0) cmd_error("table", "%s", msg);
-        return rc < 0 ? 2 : 0;
-    }
     csv_table_t t, more;
     /* files from before the kv_dtype, step, ctx_dist and q_len columns get them (each
      * row's cache was in its dtype, each step attend, its batch not ragged, one query
@@ -42,7 +39,7 @@ int cmd_table(int argc, char **argv)
             csv_free(&t);
             return 2;
         }
-        rc = csv_append(&t, &more, msg, sizeof msg);
+        int rc = csv_append(&t, &more, msg, sizeof msg);
         csv_free(&more);
         if (rc != 0) {
             cmd_error("table", "%s: %s", o.inputs[i], msg);
@@ -50,7 +47,7 @@ int cmd_table(int argc, char **argv)
             return 2;
         }
     }
-    rc = table_render(stdout, &t, &o.table, msg, sizeof msg);
+    int rc = table_render(stdout, &t, &o.table, msg, sizeof msg);
     csv_free(&t);
     if (rc != 0) {
         cmd_error("table", "%s", msg);

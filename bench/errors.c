@@ -2,6 +2,7 @@
 #include <stdarg.h>
 #include <stdio.h>
 #include "commands.h"
+#include "options.h"
 
 void cmd_error(const char *cmd, const char *fmt, ...)
 {
@@ -22,4 +23,13 @@ void cmd_error(const char *cmd, const char *fmt, ...)
     }
     line[n] = '\0';
     fprintf(stderr, "attnbench%s%s: %s\n", cmd ? " " : "", cmd ? cmd : "", line);
+}
+
+int cmd_options(int argc, char **argv, command_t cmd, options_t *o, int *status)
+{
+    char msg[512];
+    int rc = options_parse(argc, argv, cmd, o, msg, sizeof msg);
+    if (rc < 0) cmd_error(argv[0], "%s", msg);
+    *status = rc < 0 ? 2 : 0;
+    return rc;
 }
