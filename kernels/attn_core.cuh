@@ -674,6 +674,20 @@ __device__ __forceinline__ void tc_softmax(const float scale_log2, float (&s)[Tr
     }
 }
 
+/* The probabilities of keys 16 ks .. 16 ks + 15 (S accumulator tiles 2 ks, 2 ks + 1) as
+ * the m16n8k16 A fragments of P V, in T: the C layout of S is the A layout of P. */
+template <typename T, int MT, int NT>
+__device__ __forceinline__ void tc_p_fragments(uint32_t (&pa)[MT][4], const float (&s)[MT][NT][4], int ks)
+{
+#pragma unroll
+    for (int mt = 0; mt < MT; ++mt) {
+        pa[mt][0] = dt<T>::pack(s[mt][2 * ks][0], s[mt][2 * ks][1]);
+        pa[mt][1] = dt<T>::pack(s[mt][2 * ks][2], s[mt][2 * ks][3]);
+        pa[mt][2] = dt<T>::pack(s[mt][2 * ks + 1][0], s[mt][2 * ks + 1][1]);
+        pa[mt][3] = dt<T>::pack(s[mt][2 * ks + 1][2], s[mt][2 * ks + 1][3]);
+    }
+}
+
 /* O += P V: P from the S accumulators as A fragments, V rows (at vbuf) via ldmatrix.trans. */
 template <typename Tr>
 __device__ __forceinline__ void tc_accumulate_pv(float (&o)[Tr::MT][Tr::D / 8][4], const float (&s)[Tr::MT][Tr::S::NT][4],
@@ -685,13 +699,7 @@ __device__ __forceinline__ void tc_accumulate_pv(float (&o)[Tr::MT][Tr::D / 8][4
 #pragma unroll
     for (int ks = 0; ks < S::KW / 16; ++ks) {
         uint32_t pa[MT][4];
-#pragma unroll
-        for (int mt = 0; mt < MT; ++mt) {
-            pa[mt][0] = dt<T>::pack(s[mt][2 * ks][0], s[mt][2 * ks][1]);
-            pa[mt][1] = dt<T>::pack(s[mt][2 * ks][2], s[mt][2 * ks][3]);
-            pa[mt][2] = dt<T>::pack(s[mt][2 * ks + 1][0], s[mt][2 * ks + 1][1]);
-            pa[mt][3] = dt<T>::pack(s[mt][2 * ks + 1][2], s[mt][2 * ks + 1][3]);
-        }
+        tc_p_fragments<T>(pa, s, ks);
 #pragma unroll
         for (int db = 0; db < D / 16; ++db) {
             uint32_t b[4];
@@ -781,13 +789,7 @@ __device__ __forceinline__ void tc_accumulate_pv8(float (&o)[Tr::MT][Tr::D / 8][
 #pragma unroll
     for (int ks = 0; ks < S::KW / 16; ++ks) {
         uint32_t pa[MT][4];
-#pragma unroll
-        for (int mt = 0; mt < MT; ++mt) {
-            pa[mt][0] = dt<T>::pack(s[mt][2 * ks][0], s[mt][2 * ks][1]);
-            pa[mt][1] = dt<T>::pack(s[mt][2 * ks][2], s[mt][2 * ks][3]);
-            pa[mt][2] = dt<T>::pack(s[mt][2 * ks + 1][0], s[mt][2 * ks + 1][1]);
-            pa[mt][3] = dt<T>::pack(s[mt][2 * ks + 1][2], s[mt][2 * ks + 1][3]);
-        }
+        tc_p_fragments<T>(pa, s, ks);
 #pragma unroll
         for (int dp = 0; dp < D / 32; ++dp) {
             /* r[0], r[1]: keys 0-7, 8-15 of chunk 2dp; r[2], r[3]: of chunk 2dp + 1 */
