@@ -205,7 +205,8 @@ __device__ void combine_and_emit(const attn_params_t &P, const cta_coord &c, con
     if (!__syncthreads_or(last_split)) return;
     __threadfence();
     const int row0 = c.row_tile * P.rows_per_cta;
-    tail_merge<T>(static_cast<T *>(P.out), P.ws_acc, P.ws_ml, P.nslots, attn_unit_splits(P, c.unit), d,
+    /* the slots below slot_base hold an earlier launch's partials (bifurcated's context part) */
+    tail_merge<T>(static_cast<T *>(P.out), P.ws_acc, P.ws_ml, P.nslots, P.slot_base + attn_unit_splits(P, c.unit), d,
                   min(rows, P.rows_per_unit - row0),
                   row0, P.group, c.unit * P.streams_per_unit, c.head * P.group, P.heads);
 }
