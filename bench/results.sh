@@ -106,13 +106,14 @@ verify_step() {
     grep -v '^[[:space:]]*\(#\|$\)' "bench/suites/$vsuite.suite" > "$tmp/lines"
     while IFS= read -r text; do
         line=$((line + 1))
-        grep -qxF "# line $line: exit 0" "$log" 2>/dev/null && continue
+        grep -q "^# line $line: exit 0\( \|\$\)" "$log" 2>/dev/null && continue
         printf '%s\n' "$text" > "$tmp/line.suite"
         echo "# line $line: $text" >> "$log"
+        began=$(date +%s)
         bounded "$@" "$bin" verify --suite "$tmp/line.suite" $extra < /dev/null >> "$log" 2>&1
         r=$?
         [ $r -eq 124 ] && { rm -rf "$tmp"; return 124; }
-        echo "# line $line: exit $r" >> "$log"
+        echo "# line $line: exit $r in $(($(date +%s) - began)) s" >> "$log"
         [ $r -eq 0 ] || rc=1
     done < "$tmp/lines"
     rm -rf "$tmp"

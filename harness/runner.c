@@ -287,57 +287,6 @@ static double seconds_now(void)
     return ts.tv_sec + 1e-9 * ts.tv_nsec;
 }
 
-typedef struct keyed_row {
-    long key, row;
-} keyed_row_t;
-
-static int by_key(const void *a, const void *b)
-{
-    const keyed_row_t *x = a, *y = b;
-    return x->key != y->key ? (x->key > y->key) - (x->key < y->key) : (x->row > y->row) - (x->row < y->row);
-}
-
-/* The reference of rows at[from..to), reordered there by (request, kv head): the rows
- * of one such group share their context, materialised once (reference_ctx_fill),
- * which makes a row a few times cheaper than computing its keys' values anew. Rows
- * are independent: each runs on its own core. Returns -1 when memory runs out. */
-static int reference_rows(const ref_source_t *src, long *at, long from, long to, double *want)
-{
-    const problem_t *p = src->p;
-    const int d = p->head_dim;
-    long n = to - from;
-    keyed_row_t *k = malloc((size_t)(n > 0 ? n : 1) * sizeof *k);
-    float *ctx = malloc((size_t)2 * (p->ctx > 0 ? p->ctx : 1) * d * sizeof *ctx);
-    if (!k || !ctx) {
-        free(k);
-        free(ctx);
-        return -1;
-    }
-    for (long i = 0; i < n; ++i) {
-        long stream = query_stream((int)(at[from + i] / p->heads), p->q_len), head = at[from + i] % p->heads;
-        k[i].key = stream / p->beam * p->kv_heads + head / problem_group(p);
-        k[i].row = at[from + i];
-    }
-    qsort(k, (size_t)n, sizeof *k, by_key);
-    for (long i = 0; i < n; ++i) at[from + i] = k[i].row;
-    for (long i = 0, j; i < n; i = j) {
-        for (j = i + 1; j < n && k[j].key == k[i].key; ++j) {}
-        ref_source_t group = *src;
-        if (j - i > 1 && p->ctx > 0) {
-            group.ctx_request = (int)(k[i].key / p->kv_heads);
-            group.ctx_head = (int)(k[i].key % p->kv_heads);
-            reference_ctx_fill(&group, group.ctx_request, group.ctx_head, ctx);
-            group.ctx_kv = ctx;
-        }
-#pragma omp parallel for schedule(dynamic)
-        for (long r = from + i; r < from + j; ++r)
-            reference_row(&group, (int)(at[r] / p->heads), (int)(at[r] % p->heads), want + r * d);
-    }
-    free(k);
-    free(ctx);
-    return 0;
-}
-
 /* Picks the checked rows (verify_pick_rows) and computes their reference: all rows or
  * VERIFY_MIN_ROWS of them, then more, as many as the time the first ones took says
  * fit in budget_s seconds, all of them where they fit. Returns -1 when memory runs out. */

@@ -2,6 +2,7 @@
 #include "reference_internal.h"
 
 #include <math.h>
+#include <omp.h>
 #include <stdlib.h>
 #include "../problem/kv_fill.h"
 #include "../problem/append.h"
@@ -85,7 +86,7 @@ void reference_ctx_fill(const ref_source_t *src, int request, int kv_head, float
     const int d = g->head_dim;
     /* a ragged batch's request: its own context, at the longest's stride */
     const long n = g->ctx_lens ? kv_ctx_of(g, request) : g->ctx;
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) if (!omp_in_parallel())
     for (long i = 0; i < 2L * n; ++i) {
         const int which = (int)(i / n), pos = (int)(i % n);
         float *row = buf + ((size_t)which * g->ctx + pos) * d;
@@ -140,11 +141,38 @@ static void load_query(const ref_source_t *s, int query, int head, double *q)
         q[x] = kv_query(s->seed, p->scores == SCORES_PEAKED, p->heads, p->kv_heads, p->head_dim, query, head, x);
 }
 
-static double dot(const double *a, const double *b, int d)
+/* <a, b> in four partial sums, each in double: one chain of dependent additions would make
+ * the reference wait on the adder's latency at every element. dot reads a row loaded into
+ * doubles, dot_float one of the materialised context in place (each float exact in double). */
+#define DEFINE_DOT(name, T)                                                                  \
+    static double name(const double *a, const T *b, int d)                                  \
+    {                                                                                        \
+        double s0 = 0.0, s1 = 0.0, s2 = 0.0, s3 = 0.0;                                       \
+        int x = 0;                                                                           \
+        for (; x + 4 <= d; x += 4) {                                                         \
+            s0 += a[x] * b[x];                                                               \
+            s1 += a[x + 1] * b[x + 1];                                                       \
+            s2 += a[x + 2] * b[x + 2];                                                       \
+            s3 += a[x + 3] * b[x + 3];                                                       \
+        }                                                                                    \
+        for (; x < d; ++x) s0 += a[x] * b[x];                                                \
+        return (s0 + s1) + (s2 + s3);                                                        \
+    }
+DEFINE_DOT(dot, double)
+DEFINE_DOT(dot_float, float)
+
+/* The row of the materialised context (reference_ctx_fill) that load_row would copy, or
+ * NULL: read in place, it spares the copy into doubles at every key of the context. */
+static const float *ctx_kv_row(const ref_source_t *s, source_mode_t mode, int stream, int which, int kv_head,
+                               int pos)
 {
-    double sum = 0.0;
-    for (int x = 0; x < d; ++x) sum += a[x] * b[x];
-    return sum;
+    const kv_geometry_t *g = &s->geom;
+    const int request = stream / g->beam;
+    if (mode == SOURCE_BUFFERS || !s->ctx_kv || request != s->ctx_request || kv_head != s->ctx_head ||
+        pos >= kv_ctx_of(g, request))
+        return NULL;
+    if (s->p->step == STEP_APPEND && pos == append_position(s->p->ctx, s->p->gen)) return NULL;
+    return s->ctx_kv + ((size_t)which * g->ctx + pos) * g->head_dim;
 }
 
 void reference_row(const ref_source_t *src, int query, int head, double *out)
@@ -167,11 +195,19 @@ void reference_row(const ref_source_t *src, int query, int head, double *out)
     const double scale = problem_scale(p);
     load_query(src, query, q_head, q);
 
+    /* an 8-bit cache's scales (dequantise), for the rows read in place */
+    const double k_scale = src->geom.kv_quant ? kv_quant_scale(&src->geom, 0, k_head) : 1.0;
+    const double v_scale = src->geom.kv_quant ? kv_quant_scale(&src->geom, 1, v_head) : 1.0;
     double max_logit = -INFINITY;
     for (int pos = 0; pos < L; ++pos) {
-        load_row(src, mode, stream, 0, k_head, pos, row);
-        dequantise(src, 0, k_head, row);
-        logit[pos] = scale * dot(q, row, d);
+        const float *in_place = ctx_kv_row(src, mode, stream, 0, k_head, pos);
+        if (in_place) {
+            logit[pos] = scale * (k_scale * dot_float(q, in_place, d));
+        } else {
+            load_row(src, mode, stream, 0, k_head, pos, row);
+            dequantise(src, 0, k_head, row);
+            logit[pos] = scale * dot(q, row, d);
+        }
         if (logit[pos] > max_logit) max_logit = logit[pos];
     }
     /* Subtracting the maximum keeps every exponent <= 0: no overflow for any logit. */
@@ -179,6 +215,12 @@ void reference_row(const ref_source_t *src, int query, int head, double *out)
     for (int pos = 0; pos < L; ++pos) {
         double w = exp(logit[pos] - max_logit);
         denom += w;
+        const float *in_place = ctx_kv_row(src, mode, stream, 1, v_head, pos);
+        if (in_place) {
+            const double wv = w * v_scale;
+            for (int x = 0; x < d; ++x) acc[x] += wv * in_place[x];
+            continue;
+        }
         load_row(src, mode, stream, 1, v_head, pos, row);
         dequantise(src, 1, v_head, row);
         for (int x = 0; x < d; ++x) acc[x] += w * row[x];

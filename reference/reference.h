@@ -64,6 +64,13 @@ void reference_append_q(const ref_source_t *src, int stream, int head, double *q
  * reference_row dequantises as any row of the cache): d doubles. */
 void reference_append_kv(const ref_source_t *src, int stream, int which, int kv_head, double *row);
 
+/* The reference of output rows at[from..to) (query * h + head each) into want (d doubles
+ * a row, at the row's index in at[]), the rows reordered in at[from..to) by (request, kv
+ * head): the rows of one such group share their context, materialised once
+ * (reference_ctx_fill), a few times cheaper than computing each key's values anew. Runs
+ * on every core (OpenMP). Returns -1 when memory runs out. */
+int reference_rows(const ref_source_t *src, long *at, long from, long to, double *want);
+
 /* Error of a kernel's output against the reference, accumulated over rows. */
 typedef struct err_acc { double diff2, ref2, max_abs; long nonfinite, n; } err_acc_t;
 

@@ -9,6 +9,7 @@
 #include <cmocka.h>
 
 #include <math.h>
+#include <omp.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -264,6 +265,45 @@ static void test_indirection_equals_copied_rows(void **state)
     free(hist);
 }
 
+/* reference_rows (many rows, each (request, kv head) group's context materialised once
+ * and read in place) gives each row what reference_row gives it alone, in both of its
+ * orders (a group per thread, or each group's rows across threads), for caches in the
+ * dtype and 8-bit ones (whose scales it applies to the rows it reads in place). */
+static void test_rows_equal_single_rows(void **state)
+{
+    (void)state;
+    const kv_quant_t quants[] = {KV_QUANT_NONE, KV_QUANT_FP8, KV_QUANT_INT8};
+    const int threads[] = {1, 16};
+    for (int qi = 0; qi < 3; ++qi)
+        for (int ti = 0; ti < 2; ++ti) {
+            problem_t p = test_problem(2, 3, 8, 2, 16, 37, 5);
+            p.kv_quant = quants[qi];
+            p.kv_scale = KV_SCALE_HEAD;
+            built_t b;
+            build(&b, &p, LAYOUT_CONTIGUOUS, 31, NULL, 0);
+            const long rows = (long)problem_queries(&p) * p.heads;
+            long *at = malloc((size_t)rows * sizeof *at);
+            double *want = malloc((size_t)rows * p.head_dim * sizeof *want), one[16];
+            assert_non_null(at);
+            assert_non_null(want);
+            for (long r = 0; r < rows; ++r) at[r] = (r * 7) % rows; /* a permutation: 7 and 48 coprime */
+            omp_set_num_threads(threads[ti]);
+            assert_int_equal(reference_rows(&b.src, at, 0, rows, want), 0);
+            double worst = 0.0;
+            for (long r = 0; r < rows; ++r) {
+                reference_row(&b.src, (int)(at[r] / p.heads), (int)(at[r] % p.heads), one);
+                for (int x = 0; x < p.head_dim; ++x) {
+                    const double e = fabs(one[x] - want[r * p.head_dim + x]);
+                    worst = e > worst ? e : worst;
+                }
+            }
+            assert_true(worst < 1e-12);
+            free(at);
+            free(want);
+        }
+    omp_set_num_threads(omp_get_num_procs());
+}
+
 /* A problem with g kv heads equals MHA whose kv head i holds kv head i/(h/g):
  * this pins down the query-head -> kv-head mapping for MQA, GQA and MHA. */
 static void test_grouped_heads_equal_expanded_mha(void **state)
@@ -475,6 +515,7 @@ int main(void)
         cmocka_unit_test(test_q_len_causal),
         cmocka_unit_test(test_outputs_depend_on_inputs),
         cmocka_unit_test(test_indirection_equals_copied_rows),
+        cmocka_unit_test(test_rows_equal_single_rows),
         cmocka_unit_test(test_grouped_heads_equal_expanded_mha),
         cmocka_unit_test(test_tiny_closed_form),
         cmocka_unit_test(test_large_logits_stay_finite),

@@ -1,0 +1,95 @@
+/* The reference of many output rows at once, grouped by what they share. */
+#include <omp.h>
+#include <stdlib.h>
+#include "reference.h"
+#include "../problem/query_rows.h"
+
+typedef struct keyed_row {
+    long key, row;
+} keyed_row_t;
+
+static int by_key(const void *a, const void *b)
+{
+    const keyed_row_t *x = a, *y = b;
+    return x->key != y->key ? (x->key > y->key) - (x->key < y->key) : (x->row > y->row) - (x->row < y->row);
+}
+
+/* The source of one (request, kv head) group's rows: with its context materialised in
+ * ctx where it has one and more than a row reads it. */
+static ref_source_t group_source(const ref_source_t *src, long key, long rows, float *ctx)
+{
+    const problem_t *p = src->p;
+    ref_source_t group = *src;
+    if (rows > 1 && p->ctx > 0) {
+        group.ctx_request = (int)(key / p->kv_heads);
+        group.ctx_head = (int)(key % p->kv_heads);
+        reference_ctx_fill(&group, group.ctx_request, group.ctx_head, ctx);
+        group.ctx_kv = ctx;
+    }
+    return group;
+}
+
+/* Above this, the per-thread context buffers of the group-parallel order would cost
+ * more memory than a verification should take. */
+#define ROWS_CTX_BYTES_MAX (1L << 30)
+
+int reference_rows(const ref_source_t *src, long *at, long from, long to, double *want)
+{
+    const problem_t *p = src->p;
+    const int d = p->head_dim;
+    const long n = to - from;
+    const size_t ctx_bytes = (size_t)2 * (p->ctx > 0 ? p->ctx : 1) * d * sizeof(float);
+    keyed_row_t *k = malloc((size_t)(n > 0 ? n : 1) * sizeof *k);
+    long *start = malloc((size_t)(n + 1) * sizeof *start);
+    if (!k || !start) {
+        free(k);
+        free(start);
+        return -1;
+    }
+    for (long i = 0; i < n; ++i) {
+        long stream = query_stream((int)(at[from + i] / p->heads), p->q_len), head = at[from + i] % p->heads;
+        k[i].key = stream / p->beam * p->kv_heads + head / problem_group(p);
+        k[i].row = at[from + i];
+    }
+    qsort(k, (size_t)n, sizeof *k, by_key);
+    long groups = 0;
+    for (long i = 0; i < n; ++i) {
+        at[from + i] = k[i].row;
+        if (i == 0 || k[i].key != k[i - 1].key) start[groups++] = i;
+    }
+    start[groups] = n;
+    const int threads = omp_get_max_threads();
+    int failed = 0;
+    if (groups >= 2L * threads && ctx_bytes * threads <= ROWS_CTX_BYTES_MAX) {
+        /* many groups (MHA, GQA, several requests): a group per thread at a time, each
+         * materialising its own context, so that every core works whatever the group size */
+#pragma omp parallel reduction(| : failed)
+        {
+            float *ctx = malloc(ctx_bytes);
+            failed = !ctx;
+#pragma omp for schedule(dynamic)
+            for (long g = 0; g < groups; ++g) {
+                if (!ctx) continue;
+                const ref_source_t group = group_source(src, k[start[g]].key, start[g + 1] - start[g], ctx);
+                for (long r = from + start[g]; r < from + start[g + 1]; ++r)
+                    reference_row(&group, (int)(at[r] / p->heads), (int)(at[r] % p->heads), want + r * d);
+            }
+            free(ctx);
+        }
+    } else {
+        /* few groups (MQA, one request): each group's context filled by all cores, then
+         * its rows shared among them */
+        float *ctx = malloc(ctx_bytes);
+        failed = !ctx;
+        for (long g = 0; ctx && g < groups; ++g) {
+            const ref_source_t group = group_source(src, k[start[g]].key, start[g + 1] - start[g], ctx);
+#pragma omp parallel for schedule(dynamic)
+            for (long r = from + start[g]; r < from + start[g + 1]; ++r)
+                reference_row(&group, (int)(at[r] / p->heads), (int)(at[r] % p->heads), want + r * d);
+        }
+        free(ctx);
+    }
+    free(k);
+    free(start);
+    return failed ? -1 : 0;
+}
