@@ -175,29 +175,17 @@ static const float *ctx_kv_row(const ref_source_t *s, source_mode_t mode, int st
     return s->ctx_kv + ((size_t)which * g->ctx + pos) * g->head_dim;
 }
 
-void reference_row(const ref_source_t *src, int query, int head, double *out)
+/* The scaled logits <q, k> of query row `query` and query head q_head against the first
+ * L keys of its stream, K read from kv head k_head: max of them returned. */
+static double row_logits(const ref_source_t *src, source_mode_t mode, int query, int q_head, int L, double *logit)
 {
     const problem_t *p = src->p;
-    const int stream = query_stream(query, p->q_len);
-    const int d = p->head_dim, v_head = head / problem_group(p);
-    const int q_head = src->share_to ? src->share_to[head] : head, k_head = q_head / problem_group(p);
-    const source_mode_t mode = source_mode(src);
-    /* of the stream's own keys (a ragged batch's request has its own), query token j of n
-     * sees the first L - n + 1 + j */
-    const int L = query_key_end(kv_keys_of(&src->geom, stream), p->q_len, query);
-    double *logit = d <= REF_MAX_HEAD_DIM && mode != SOURCE_INCOMPLETE
-                        ? malloc((size_t)L * sizeof *logit) : NULL;
-    if (!logit) {
-        fill_nan(out, d);
-        return;
-    }
-    double q[REF_MAX_HEAD_DIM], row[REF_MAX_HEAD_DIM], acc[REF_MAX_HEAD_DIM] = {0};
+    const int stream = query_stream(query, p->q_len), d = p->head_dim, k_head = q_head / problem_group(p);
+    double q[REF_MAX_HEAD_DIM], row[REF_MAX_HEAD_DIM];
     const double scale = problem_scale(p);
     load_query(src, query, q_head, q);
-
-    /* an 8-bit cache's scales (dequantise), for the rows read in place */
+    /* an 8-bit cache's scale (dequantise), for the rows read in place */
     const double k_scale = src->geom.kv_quant ? kv_quant_scale(&src->geom, 0, k_head) : 1.0;
-    const double v_scale = src->geom.kv_quant ? kv_quant_scale(&src->geom, 1, v_head) : 1.0;
     double max_logit = -INFINITY;
     for (int pos = 0; pos < L; ++pos) {
         const float *in_place = ctx_kv_row(src, mode, stream, 0, k_head, pos);
@@ -210,6 +198,46 @@ void reference_row(const ref_source_t *src, int query, int head, double *out)
         }
         if (logit[pos] > max_logit) max_logit = logit[pos];
     }
+    return max_logit;
+}
+
+/* The keys query row `query` attends to: of the stream's own keys (a ragged batch's
+ * request has its own), query token j of n sees the first L - n + 1 + j. */
+static int row_keys(const ref_source_t *src, int query)
+{
+    const problem_t *p = src->p;
+    return query_key_end(kv_keys_of(&src->geom, query_stream(query, p->q_len)), p->q_len, query);
+}
+
+int reference_probs(const ref_source_t *src, int query, int head, double *prob)
+{
+    const source_mode_t mode = source_mode(src);
+    const int L = row_keys(src, query);
+    if (src->p->head_dim > REF_MAX_HEAD_DIM || mode == SOURCE_INCOMPLETE) return -1;
+    const double max_logit = row_logits(src, mode, query, head, L, prob);
+    double denom = 0.0;
+    for (int pos = 0; pos < L; ++pos) denom += prob[pos] = exp(prob[pos] - max_logit);
+    for (int pos = 0; pos < L; ++pos) prob[pos] /= denom;
+    return L;
+}
+
+void reference_row(const ref_source_t *src, int query, int head, double *out)
+{
+    const problem_t *p = src->p;
+    const int stream = query_stream(query, p->q_len);
+    const int d = p->head_dim, v_head = head / problem_group(p);
+    const int q_head = src->share_to ? src->share_to[head] : head;
+    const source_mode_t mode = source_mode(src);
+    const int L = row_keys(src, query);
+    double *logit = d <= REF_MAX_HEAD_DIM && mode != SOURCE_INCOMPLETE
+                        ? malloc((size_t)L * sizeof *logit) : NULL;
+    if (!logit) {
+        fill_nan(out, d);
+        return;
+    }
+    double row[REF_MAX_HEAD_DIM], acc[REF_MAX_HEAD_DIM] = {0};
+    const double v_scale = src->geom.kv_quant ? kv_quant_scale(&src->geom, 1, v_head) : 1.0;
+    const double max_logit = row_logits(src, mode, query, q_head, L, logit);
     /* Subtracting the maximum keeps every exponent <= 0: no overflow for any logit. */
     double denom = 0.0;
     for (int pos = 0; pos < L; ++pos) {

@@ -64,6 +64,12 @@ void reference_append_q(const ref_source_t *src, int stream, int head, double *q
  * reference_row dequantises as any row of the cache): d doubles. */
 void reference_append_kv(const ref_source_t *src, int stream, int which, int kv_head, double *row);
 
+/* The softmax weights of one (query row, head) over the keys it attends to (as
+ * reference_row's, without share_to): prob[pos] for pos below the returned count, which
+ * is the stream's key count for its token (prob needs that many doubles); -1 where the
+ * source is incomplete or d too large. */
+int reference_probs(const ref_source_t *src, int query, int head, double *prob);
+
 /* The reference of output rows at[from..to) (query * h + head each) into want (d doubles
  * a row, at the row's index in at[]), the rows reordered in at[from..to) by (request, kv
  * head): the rows of one such group share their context, materialised once

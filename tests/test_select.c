@@ -1,0 +1,188 @@
+/* Select-Attention's selection on the CPU: the radix select on mass (problem/top_p.h,
+ * the GPU's algorithm run serially) finds the threshold a sort finds; ties go in whole;
+ * the judge accepts the set from float scores and rejects sets that break each rule;
+ * the filter layer's scores, peaked and flat, are what top-p needs. */
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <setjmp.h>
+#include <cmocka.h>
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../harness/layouts.h"
+#include "../problem/top_p.h"
+#include "../reference/select.h"
+#include "test_problem.h"
+
+static uint64_t lcg(uint64_t *state)
+{
+    *state = *state * 6364136223846793005ull + 1442695040888963407ull;
+    return *state >> 33;
+}
+
+/* Scores that are multiples of 2^-10 below 2^7 sum exactly in float and in double, so
+ * the radix select and the sort must agree exactly, threshold and set. */
+static void test_radix_threshold_equals_sort(void **state)
+{
+    (void)state;
+    const float ps[] = {0.5f, 0.9f, 0.95f, 0.99f, 1.0f};
+    const long ns[] = {1, 7, 1000, 4099};
+    uint64_t rng = 42;
+    for (int ni = 0; ni < 4; ++ni)
+        for (int pi = 0; pi < 5; ++pi) {
+            const long n = ns[ni];
+            float *f = malloc((size_t)n * sizeof *f);
+            double *s = malloc((size_t)n * sizeof *s);
+            unsigned char *want = malloc((size_t)n);
+            assert_non_null(f);
+            assert_non_null(s);
+            assert_non_null(want);
+            for (long i = 0; i < n; ++i) {
+                /* most small, a few large: a peaked distribution */
+                const uint64_t r = lcg(&rng);
+                f[i] = (float)((r % 16 == 0 ? 4096 + r % 8192 : r % 64) + 1) / 1024.0f;
+                s[i] = f[i];
+            }
+            const float t = top_p_threshold(f, n, ps[pi]);
+            const long kept = reference_top_p(s, n, (double)ps[pi], want);
+            long radix_kept = 0;
+            for (long i = 0; i < n; ++i) {
+                assert_int_equal(f[i] >= t, want[i]);
+                radix_kept += f[i] >= t;
+            }
+            assert_int_equal(radix_kept, kept);
+            assert_true(kept >= 1 && kept <= n);
+            if (ps[pi] == 1.0f) assert_int_equal(kept, n);
+            free(f);
+            free(s);
+            free(want);
+        }
+}
+
+/* Equal scores all go in where the threshold falls among them. */
+static void test_ties_go_in_whole(void **state)
+{
+    (void)state;
+    float f[100];
+    double s[100];
+    unsigned char want[100];
+    for (int i = 0; i < 100; ++i) f[i] = 0.25f;
+    for (int i = 0; i < 100; ++i) s[i] = f[i];
+    assert_true(top_p_threshold(f, 100, 0.3f) == 0.25f);
+    assert_int_equal(reference_top_p(s, 100, 0.3, want), 100);
+    /* three levels: 10 at 4, 40 at 1, 50 at 0.5 (total 105): p = 0.5 needs 52.5, which
+     * the 10 at 4 (40) and then the level at 1 reach: all 50 of the two upper levels */
+    for (int i = 0; i < 100; ++i) f[i] = i < 10 ? 4.0f : i < 50 ? 1.0f : 0.5f;
+    for (int i = 0; i < 100; ++i) s[i] = f[i];
+    assert_true(top_p_threshold(f, 100, 0.5f) == 1.0f);
+    assert_int_equal(reference_top_p(s, 100, 0.5, want), 50);
+    char why[200];
+    assert_int_equal(reference_top_p_judge(s, 100, 0.5, want, 1e-9, why, sizeof why), 0);
+}
+
+/* Scores of any magnitude in float (sums rounded): the radix set passes the judge
+ * against the scores in double; sets that break a rule fail it, each with its reason. */
+static void test_judge(void **state)
+{
+    (void)state;
+    enum { N = 5000 };
+    static float f[N];
+    static double s[N];
+    static unsigned char set[N];
+    uint64_t rng = 7;
+    for (int i = 0; i < N; ++i) {
+        const double u = (double)(lcg(&rng) % 1000000 + 1) / 1e6;
+        f[i] = (float)exp(-12.0 * u); /* exponential: a long tail of small scores */
+        s[i] = f[i];
+    }
+    const float ps[] = {0.9f, 0.95f, 0.99f};
+    char why[200];
+    for (int pi = 0; pi < 3; ++pi) {
+        const float t = top_p_threshold(f, N, ps[pi]);
+        long kept = 0, top = 0, lowest = -1, below = -1;
+        for (int i = 0; i < N; ++i) {
+            kept += set[i] = f[i] >= t;
+            if (f[i] > f[top]) top = i;
+            if (set[i] && (lowest < 0 || f[i] < f[lowest])) lowest = i;
+            if (!set[i] && (below < 0 || f[i] > f[below])) below = i;
+        }
+        assert_true(kept > 0 && kept < N);
+        assert_int_equal(reference_top_p_judge(s, N, ps[pi], set, 1e-6, why, sizeof why), 0);
+        set[top] = 0; /* a hole at the top: not a threshold set */
+        assert_int_equal(reference_top_p_judge(s, N, ps[pi], set, 1e-6, why, sizeof why), 1);
+        assert_non_null(strstr(why, "threshold"));
+        set[top] = 1;
+        /* the next token below the threshold too: not minimal */
+        set[below] = 1;
+        assert_int_equal(reference_top_p_judge(s, N, ps[pi], set, 1e-6, why, sizeof why), 1);
+        assert_non_null(strstr(why, "minimal"));
+        set[below] = 0;
+        /* the lowest chosen left out, and with it every token at its score: under p */
+        const float low = f[lowest];
+        for (int i = 0; i < N; ++i)
+            if (f[i] == low) set[i] = 0;
+        assert_int_equal(reference_top_p_judge(s, N, ps[pi], set, 1e-6, why, sizeof why), 1);
+        assert_non_null(strstr(why, "under p"));
+    }
+    memset(set, 0, sizeof set);
+    assert_int_equal(reference_top_p_judge(s, N, 0.9, set, 1e-6, why, sizeof why), 1);
+}
+
+/* The filter layer's head-averaged weights over a stream's context: they sum to the
+ * context's share of the weights (under 1: the decoded tokens hold the rest); on peaked
+ * inputs top-p at 0.9 keeps a small part of the context, on flat ones a large part. */
+static void test_filter_scores(void **state)
+{
+    (void)state;
+    const scores_t kinds[] = {SCORES_FLAT, SCORES_PEAKED};
+    long kept[2];
+    for (int k = 0; k < 2; ++k) {
+        problem_t p = test_problem(1, 2, 8, 2, 64, 2000, 9);
+        p.scores = kinds[k];
+        if (p.scores == SCORES_PEAKED) {
+            p.sink_logit = 8.0;
+            p.heavy_logit = 6.0;
+            p.recent_logit = 4.0;
+        }
+        char msg[256];
+        assert_int_equal(problem_validate(&p, msg, sizeof msg), 0);
+        ref_source_t src;
+        memset(&src, 0, sizeof src);
+        src.p = &p;
+        src.geom = kv_geometry_make(&p, LAYOUT_CONTIGUOUS);
+        src.seed = 5;
+        double *scores = malloc((size_t)(p.ctx + p.gen) * sizeof *scores);
+        unsigned char *set = malloc((size_t)p.ctx);
+        assert_non_null(scores);
+        assert_non_null(set);
+        assert_int_equal(reference_select_scores(&src, 1, scores), p.ctx);
+        double sum = 0.0;
+        for (int i = 0; i < p.ctx; ++i) {
+            assert_true(scores[i] >= 0.0);
+            sum += scores[i];
+        }
+        assert_true(sum > 0.5 && sum < 1.0);
+        kept[k] = reference_top_p(scores, p.ctx, 0.9, set);
+        char why[200];
+        assert_int_equal(reference_top_p_judge(scores, p.ctx, 0.9, set, 1e-12, why, sizeof why), 0);
+        free(scores);
+        free(set);
+    }
+    print_message("top-p 0.9 of 2000 context tokens keeps %ld on flat scores, %ld on peaked\n", kept[0], kept[1]);
+    assert_true(kept[0] > 2000 / 4);
+    assert_true(kept[1] < kept[0] / 4);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_radix_threshold_equals_sort),
+        cmocka_unit_test(test_ties_go_in_whole),
+        cmocka_unit_test(test_judge),
+        cmocka_unit_test(test_filter_scores),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
