@@ -418,10 +418,10 @@ static int load_entries(command_t cmd, const options_t *o, suite_entry_t *single
             e->n_kernels = o->n_kernels;
         }
         if (!e->n_kernels) {
-            /* without --kernels: attnbench's own exact kernels (peers and approximations
-             * run when named) */
+            /* without --kernels: attnbench's own exact attention kernels (peers,
+             * approximations and Select-Attention's steps run when named) */
             for (int k = 0; attn_kernels[k] && e->n_kernels < KERNELS_MAX; ++k)
-                if (!attn_kernels[k]->peer && attn_kernels[k]->approx == ATTN_EXACT)
+                if (!attn_kernels[k]->peer && attn_kernels[k]->approx == ATTN_EXACT && !attn_kernels[k]->selection)
                     e->kernels[e->n_kernels++] = attn_kernels[k]->name;
         }
     }

@@ -26,7 +26,7 @@ enum opt_id {
     OPT_PAPER, OPT_FORMAT, OPT_THRESHOLD, OPT_CHANGES, OPT_HELP,
     OPT_NO_VERIFY, OPT_VERIFY_TIME, OPT_MAX_NOISE, OPT_MAX_TIME, OPT_DRY_RUN, OPT_SHARD,
     OPT_DEVICES, OPT_KV_DTYPE, OPT_KV_SCALE, OPT_VS_PEERS, OPT_STEP, OPT_ROPE, OPT_ROPE_BASE,
-    OPT_ROPE_SCALE, OPT_CTX_DIST, OPT_Q_LEN, OPT_SCORES, OPT_SINK_LOGIT, OPT_HEAVY_LOGIT, OPT_RECENT_LOGIT,
+    OPT_ROPE_SCALE, OPT_CTX_DIST, OPT_Q_LEN, OPT_SCORES, OPT_SINK_LOGIT, OPT_HEAVY_LOGIT, OPT_RECENT_LOGIT, OPT_TOP_P,
     OPT_SHARE_FRACTION, OPT_SHARE_MAP, OPT_SHARE_LAYER,
 };
 
@@ -82,6 +82,7 @@ static const opt_def_t opt_defs[] = {
     {"recent-logit", required_argument, OPT_RECENT_LOGIT, 0, PROBLEM, GRID_FIELD_RECENT_LOGIT},
     {"share-fraction", required_argument, OPT_SHARE_FRACTION, 0, PROBLEM, GRID_FIELD_SHARE_FRACTION},
     {"share-map", required_argument, OPT_SHARE_MAP, 0, PROBLEM, GRID_FIELD_SHARE_MAP},
+    {"top-p", required_argument, OPT_TOP_P, 0, PROBLEM, GRID_FIELD_TOP_P},
     {"share-layer", required_argument, OPT_SHARE_LAYER, 0, PROBLEM, GRID_FIELD_SHARE_MAP},
     /* -k is --kernel for run and --kernels elsewhere (see short_to_id) */
     {"kernel", required_argument, OPT_KERNEL, 0, IN(CMD_RUN), 0},
@@ -532,6 +533,10 @@ static int apply_option(const opt_def_t *d, const char *arg, command_t mode, opt
     case OPT_SHARE_FRACTION:
         if (parse_nonnegative_double(opt, arg, &g->share_fraction, msg, len)) return -1;
         if (!(g->share_fraction < 1.0)) FAIL("--share-fraction %s must be below 1 (some head must be essential)", arg);
+        return 0;
+    case OPT_TOP_P:
+        if (parse_nonnegative_double(opt, arg, &g->top_p, msg, len)) return -1;
+        if (!(g->top_p > 0.0 && g->top_p <= 1.0)) FAIL("--top-p %s must be above 0 and at most 1", arg);
         return 0;
     case OPT_SHARE_MAP:
         if (!*arg) FAIL("--share-map needs a file name");

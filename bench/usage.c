@@ -96,6 +96,8 @@ static const char problem_text[] =
     "      --share-map FILE   share: the paper's JSON map (essential_heads and\n"
     "                         share_to per layer) instead; --share-layer N picks\n"
     "                         its layer                                        [0]\n"
+    "      --top-p P          select-filter: each stream keeps the keys whose\n"
+    "                         head-averaged weights reach P of the total   [0.95]\n"
     "Every count above is a whole number from 1 to 2^31-1 unless it says otherwise.\n"
     "Values: lists 1,2,4; ranges of powers of two 1:1024 (both ends powers of two);\n"
     "suffixes k = 1024 and m = 1048576: --ctx 8k,16k:64k. run takes one value each;\n"

@@ -103,6 +103,7 @@ void grid_default(grid_t *g)
     g->heavy_logit = p.heavy_logit;
     g->recent_logit = p.recent_logit;
     g->share_fraction = p.share_fraction;
+    g->top_p = p.top_p;
     g->share_map = p.share_map;
 }
 
@@ -175,6 +176,7 @@ static void point_at(const grid_t *g, const int *idx, problem_t *p)
     p->heavy_logit = g->heavy_logit;
     p->recent_logit = g->recent_logit;
     p->share_fraction = g->share_fraction;
+    p->top_p = g->top_p;
     p->share_map = g->share_map;
 }
 
@@ -314,5 +316,6 @@ void grid_override(grid_t *dst, const grid_t *src, unsigned fields)
     if (fields & GRID_FIELD_HEAVY_LOGIT) dst->heavy_logit = src->heavy_logit;
     if (fields & GRID_FIELD_RECENT_LOGIT) dst->recent_logit = src->recent_logit;
     if (fields & GRID_FIELD_SHARE_FRACTION) dst->share_fraction = src->share_fraction;
+    if (fields & GRID_FIELD_TOP_P) dst->top_p = src->top_p;
     if (fields & GRID_FIELD_SHARE_MAP) dst->share_map = src->share_map;
 }

@@ -45,6 +45,7 @@ typedef struct grid {
     scores_t scores;                 /* --scores, and peaked's logit boosts */
     double sink_logit, heavy_logit, recent_logit;
     double share_fraction;           /* --share-fraction (share) */
+    double top_p;                    /* --top-p (select-filter) */
     const struct share_map *share_map;   /* --share-map/--share-layer, NULL without */
 } grid_t;
 
@@ -64,6 +65,7 @@ enum grid_field {
     GRID_FIELD_ROPE_SCALE = 1u << 22, GRID_FIELD_CTX_DIST = 1u << 23, GRID_FIELD_Q_LEN = 1u << 24,
     GRID_FIELD_SCORES = 1u << 25, GRID_FIELD_SINK_LOGIT = 1u << 26, GRID_FIELD_HEAVY_LOGIT = 1u << 27,
     GRID_FIELD_RECENT_LOGIT = 1u << 28, GRID_FIELD_SHARE_FRACTION = 1u << 29, GRID_FIELD_SHARE_MAP = 1u << 30,
+    GRID_FIELD_TOP_P = 1u << 31,
 };
 /* The options that only --step append takes. */
 #define GRID_FIELDS_ROPE (GRID_FIELD_ROPE | GRID_FIELD_ROPE_BASE | GRID_FIELD_ROPE_SCALE)

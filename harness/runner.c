@@ -17,6 +17,7 @@
 #include "../problem/kv_quant.h"
 #include "../problem/append.h"
 #include "../problem/share_map.h"
+#include "select_check.h"
 #include "verify.h"
 #include "../reference/reference.h"
 #include "../kernels/append_step.h"
@@ -132,6 +133,10 @@ static void row_args(const problem_t *p, const attn_kernel_t *k, const timing_op
     } else if (k->approx == ATTN_APPROX_SHARE) {
         shortest(p->share_fraction, num, sizeof num);
         MORE(" --share-fraction %s", num);
+    }
+    if (k->selection) {
+        shortest(p->top_p, num, sizeof num);
+        MORE(" --top-p %s", num);
     }
     if (t->hot) MORE(" --hot");
     if (t->graph) MORE(" --graph");
@@ -610,6 +615,16 @@ void runner_row(runner_t *r, const problem_t *p, const attn_kernel_t *k, result_
         if (checked_rows_for(p, run, &geom, seed, b.host_indirection, r->verify_budget_s, &checked) != 0)
             e = HOST_SHORT;
         CK(judge_output(p, b.out, &checked, "first", row));
+        if (run->selection) {
+            /* the filter step's top-p sets, from the launch whose workspace started zeroed:
+             * a set never written is empty, and fails */
+            ref_source_t src = {0};
+            src.p = p;
+            src.geom = geom;
+            src.seed = seed;
+            src.indirection = b.host_indirection;
+            CK(select_check(run, &a, &src, seed, r->verify_budget_s, row));
+        }
         CK(alloc(&b.last_out, m.out));
         last.copy = b.last_out;
         if (!r->time) {

@@ -105,6 +105,10 @@ struct attn_kernel {
      * (kernels/append_step.h), so the step's kernel can run before it. */
     int runs_append;
     attn_approx_t approx;   /* ATTN_EXACT unless the kernel approximates attention */
+    /* Select-Attention's filter step: copies the last launch's top-p set of each stream's
+     * keys (problem/top_p.h) to the host, chosen[stream * keys + key] = 1 where kept;
+     * NULL for kernels that select nothing. */
+    cudaError_t (*selection)(const attn_args_t *a, unsigned char *chosen);
 };
 
 /* The partials per row that a plan of `fused` merges in a separate launch (0 where it

@@ -10,264 +10,11 @@
 #include <cuda_fp16.h>
 #include <cuda_bf16.h>
 
-#include "attn_core.cuh"
 #include "registry.h"
-#include "share_internal.h"
+#include "share_body.cuh"
 #include "../problem/share_map.h"
 
 extern "C" const attn_kernel_t kernel_share;
-
-namespace {
-
-struct share_params {
-    const void *q;
-    void *out;
-    const void *kv;
-    const int32_t *block_table, *indirection;
-    kv_geometry_t geom;
-    const int *share_to;   /* [h]: the essential head whose weights head i uses */
-    const int *rank;       /* [h]: head i's index among the essential heads, -1 if shared */
-    float *logits;
-    float2 *stats;
-    float *partials;
-    int streams, heads, group, batches, keys, d, essential, splits, chunk, lpr, vectors;
-    float scale;
-};
-
-/* 16 bytes of T (8 halves or 4 floats) as floats, and a float back to T. */
-template <typename T> __device__ __forceinline__ void to_float(const uint4 &u, float *v)
-{
-    const T *e = reinterpret_cast<const T *>(&u);
-#pragma unroll
-    for (int i = 0; i < vec16<T>::N; ++i) v[i] = dt<T>::to_f(e[i]);
-}
-template <typename T> __device__ __forceinline__ T from_float(float x) { return dt<T>::from_f(x); }
-
-/* The lane's vectors (sub, sub + lpr, ...) of a d-element row starting at element
- * offset off of base; zeros for vectors past the row and for an invalid row. */
-template <typename T, int CPL>
-__device__ __forceinline__ void load_vectors(const T *base, int64_t off, bool valid, int sub, int lpr,
-                                             int vectors, float *v)
-{
-    constexpr int VEC = 16 / sizeof(T);
-    const uint4 *row = reinterpret_cast<const uint4 *>(base + off);
-#pragma unroll
-    for (int c = 0; c < CPL; ++c) {
-        const int vi = sub + c * lpr;
-        if (valid && vi < vectors) {
-            to_float<T>(row[vi], v + c * VEC);
-        } else {
-#pragma unroll
-            for (int e = 0; e < VEC; ++e) v[c * VEC + e] = 0.0f;
-        }
-    }
-}
-
-/* (m, l) of a softmax over two sets: their maximum, and the sum of exp(x - m). */
-__device__ __forceinline__ void ml_combine(float &m, float &l, float m2, float l2)
-{
-    const float M = fmaxf(m, m2);
-    if (M == -INFINITY) return;
-    l = l * expf(m - M) + l2 * expf(m2 - M);
-    m = M;
-}
-
-__device__ __forceinline__ int rk_of(const share_params &P, int head) { return P.rank[head]; }
-
-__device__ __forceinline__ int64_t row_offset(const share_params &P, int s, int which, int j, int t)
-{
-    const kv_geometry_t g = P.geom;
-    int in_ctx;
-    return kv_row_offset(&g, P.block_table, P.indirection, s, which, j, t, &in_ctx);
-}
-
-template <typename T, int CPL>
-__global__ void __launch_bounds__(SHARE_THREADS) share_logits_kernel(const share_params P)
-{
-    constexpr int VEC = 16 / sizeof(T);
-    constexpr int WARPS = SHARE_THREADS / 32;
-    const int split = blockIdx.x, s = blockIdx.z;
-    const int j = blockIdx.y / P.batches, b = blockIdx.y % P.batches;
-    const int first = share_batch_first(j, b, P.group), nh = share_batch_count(b, P.group);
-    int rk[SHARE_HEADS];
-    unsigned mask = 0;
-#pragma unroll
-    for (int t = 0; t < SHARE_HEADS; ++t) {
-        rk[t] = t < nh ? P.rank[first + t] : -1;
-        if (rk[t] >= 0) mask |= 1u << t;
-    }
-    if (!mask) return;   /* no essential head here: this K is not read */
-
-    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
-    const int lpr = P.lpr, sub = lane & (lpr - 1), rpw = 32 / lpr, row = lane / lpr;
-    const T *qbase = static_cast<const T *>(P.q);
-    float q[SHARE_HEADS][CPL * VEC];
-#pragma unroll
-    for (int t = 0; t < SHARE_HEADS; ++t) {
-        load_vectors<T, CPL>(qbase, ((int64_t)s * P.heads + first + t) * P.d, (mask >> t) & 1, sub, lpr,
-                             P.vectors, q[t]);
-#pragma unroll
-        for (int e = 0; e < CPL * VEC; ++e) q[t][e] *= P.scale;
-    }
-    float m[SHARE_HEADS], l[SHARE_HEADS];
-#pragma unroll
-    for (int t = 0; t < SHARE_HEADS; ++t) m[t] = -INFINITY, l[t] = 0.0f;
-
-    const T *kv = static_cast<const T *>(P.kv);
-    const int k0 = split * P.chunk, k1 = min(P.keys, k0 + P.chunk);
-#pragma unroll 2
-    for (int base = k0; base < k1; base += WARPS * rpw) {
-        const int key = base + warp * rpw + row;
-        const bool valid = key < k1;
-        float v[CPL * VEC];
-        load_vectors<T, CPL>(kv, valid ? row_offset(P, s, 0, j, key) : 0, valid, sub, lpr, P.vectors, v);
-#pragma unroll
-        for (int t = 0; t < SHARE_HEADS; ++t) {
-            if (!((mask >> t) & 1)) continue;   /* uniform over the CTA */
-            float dot = 0.0f;
-#pragma unroll
-            for (int e = 0; e < CPL * VEC; ++e) dot = fmaf(q[t][e], v[e], dot);
-            for (int off = lpr / 2; off > 0; off /= 2) dot += __shfl_xor_sync(0xffffffffu, dot, off);
-            if (valid && sub == 0) {
-                P.logits[share_logit_at(s, P.essential, rk[t], P.keys, key)] = dot;
-                ml_combine(m[t], l[t], dot, 1.0f);
-            }
-        }
-    }
-
-    __shared__ float2 red[WARPS][SHARE_HEADS];
-#pragma unroll
-    for (int t = 0; t < SHARE_HEADS; ++t) {
-        for (int off = 16; off > 0; off /= 2) {
-            float m2 = __shfl_xor_sync(0xffffffffu, m[t], off), l2 = __shfl_xor_sync(0xffffffffu, l[t], off);
-            ml_combine(m[t], l[t], m2, l2);
-        }
-        if (lane == 0) red[warp][t] = make_float2(m[t], l[t]);
-    }
-    __syncthreads();
-    if (threadIdx.x < SHARE_HEADS && ((mask >> threadIdx.x) & 1)) {
-        const int t = threadIdx.x;
-        float mm = -INFINITY, ll = 0.0f;
-        for (int w = 0; w < WARPS; ++w) ml_combine(mm, ll, red[w][t].x, red[w][t].y);
-        P.stats[share_stat_at(s, P.essential, rk_of(P, first + t), P.splits, split)] = make_float2(mm, ll);
-    }
-}
-
-template <typename T, int CPL>
-__global__ void __launch_bounds__(SHARE_THREADS) share_values_kernel(const share_params P)
-{
-    constexpr int VEC = 16 / sizeof(T);
-    constexpr int WARPS = SHARE_THREADS / 32;
-    const int split = blockIdx.x, s = blockIdx.z;
-    const int j = blockIdx.y / P.batches, b = blockIdx.y % P.batches;
-    const int first = share_batch_first(j, b, P.group), nh = share_batch_count(b, P.group);
-
-    /* each head's essential head: the global maximum and 1 / sum over every split */
-    __shared__ float row_max[SHARE_HEADS], row_inv[SHARE_HEADS];
-    __shared__ int row_rank[SHARE_HEADS];
-    if (threadIdx.x < SHARE_HEADS) {
-        const int t = threadIdx.x;
-        float mm = -INFINITY, ll = 0.0f;
-        int r = 0;
-        if (t < nh) {
-            r = P.rank[P.share_to[first + t]];
-            const float2 *st = P.stats + share_stat_at(s, P.essential, r, P.splits, 0);
-            for (int k = 0; k < P.splits; ++k) ml_combine(mm, ll, st[k].x, st[k].y);
-        }
-        row_max[t] = mm;
-        row_inv[t] = ll > 0.0f ? 1.0f / ll : 0.0f;
-        row_rank[t] = r;
-    }
-    __syncthreads();
-
-    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
-    const int lpr = P.lpr, sub = lane & (lpr - 1), rpw = 32 / lpr, row = lane / lpr;
-    float acc[SHARE_HEADS][CPL * VEC];
-#pragma unroll
-    for (int t = 0; t < SHARE_HEADS; ++t)
-#pragma unroll
-        for (int e = 0; e < CPL * VEC; ++e) acc[t][e] = 0.0f;
-
-    const T *kv = static_cast<const T *>(P.kv);
-    const int k0 = split * P.chunk, k1 = min(P.keys, k0 + P.chunk);
-#pragma unroll 2
-    for (int base = k0; base < k1; base += WARPS * rpw) {
-        const int key = base + warp * rpw + row;
-        const bool valid = key < k1;
-        float v[CPL * VEC];
-        load_vectors<T, CPL>(kv, valid ? row_offset(P, s, 1, j, key) : 0, valid, sub, lpr, P.vectors, v);
-#pragma unroll
-        for (int t = 0; t < SHARE_HEADS; ++t) {
-            if (t >= nh) continue;
-            const float w = valid ? expf(P.logits[share_logit_at(s, P.essential, row_rank[t], P.keys, key)] -
-                                         row_max[t]) * row_inv[t]
-                                  : 0.0f;
-#pragma unroll
-            for (int e = 0; e < CPL * VEC; ++e) acc[t][e] = fmaf(w, v[e], acc[t][e]);
-        }
-    }
-
-    /* rows of a warp, then the warps, summed; one partial row per head and split */
-    __shared__ float red[WARPS][SHARE_HEADS][256];
-#pragma unroll
-    for (int t = 0; t < SHARE_HEADS; ++t) {
-#pragma unroll
-        for (int e = 0; e < CPL * VEC; ++e)
-            for (int off = lpr; off < 32; off *= 2) acc[t][e] += __shfl_xor_sync(0xffffffffu, acc[t][e], off);
-        if (row == 0)
-#pragma unroll
-            for (int c = 0; c < CPL; ++c) {
-                const int vi = sub + c * lpr;
-                if (vi < P.vectors)
-#pragma unroll
-                    for (int e = 0; e < VEC; ++e) red[warp][t][vi * VEC + e] = acc[t][c * VEC + e];
-            }
-    }
-    __syncthreads();
-    for (int i = threadIdx.x; i < nh * P.d; i += SHARE_THREADS) {
-        const int t = i / P.d, x = i % P.d;
-        float sum = 0.0f;
-#pragma unroll
-        for (int w = 0; w < WARPS; ++w) sum += red[w][t][x];
-        P.partials[share_partial_at(split, P.streams, s, P.heads, first + t, P.d, x)] = sum;
-    }
-}
-
-template <typename T>
-__global__ void share_reduce_kernel(const float *partials, T *out, int64_t n, int splits)
-{
-    for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += (int64_t)gridDim.x * blockDim.x) {
-        float sum = 0.0f;
-        for (int k = 0; k < splits; ++k) sum += partials[(int64_t)k * n + i];
-        out[i] = from_float<T>(sum);
-    }
-}
-
-/* Device copies of the map: share_to then rank, h ints each. */
-struct share_state {
-    int *map;
-};
-
-template <typename T, int CPL>
-cudaError_t launch_typed(const share_params &P, cudaStream_t stream)
-{
-    dim3 grid(P.splits, P.geom.kv_heads * P.batches, P.streams);
-    share_logits_kernel<T, CPL><<<grid, SHARE_THREADS, 0, stream>>>(P);
-    share_values_kernel<T, CPL><<<grid, SHARE_THREADS, 0, stream>>>(P);
-    const int64_t n = (int64_t)P.streams * P.heads * P.d;
-    const int64_t blocks = (n + 255) / 256;
-    share_reduce_kernel<T><<<(unsigned)(blocks < 65536 ? blocks : 65536), 256, 0, stream>>>(
-        P.partials, static_cast<T *>(P.out), n, P.splits);
-    return cudaGetLastError();
-}
-
-template <typename T>
-cudaError_t launch_dtype(const share_params &P, cudaStream_t stream)
-{
-    return P.vectors > P.lpr ? launch_typed<T, 2>(P, stream) : launch_typed<T, 1>(P, stream);
-}
-
-} // namespace
 
 static const char *share_unsupported(const problem_t *p)
 {
@@ -280,20 +27,6 @@ static const char *share_unsupported(const problem_t *p)
     return NULL;
 }
 
-static kv_layout_t share_layout(const problem_t *p)
-{
-    return p->cache == CACHE_PAGED ? LAYOUT_PAGED : LAYOUT_CONTIGUOUS;
-}
-
-static void share_plan(const problem_t *p, const device_info_t *dev, attn_plan_t *plan)
-{
-    const int keys = problem_keys(p);
-    const long items = (long)problem_streams(p) * p->kv_heads * share_batches(problem_group(p));
-    if (p->splits > 0) plan->split = split_plan_fixed(keys, p->splits, SHARE_TILE);
-    else if (p->multi_block == MULTI_BLOCK_OFF) plan->split = split_plan_fixed(keys, 1, SHARE_TILE);
-    else plan->split = split_plan_auto(items, keys, SHARE_TILE, dev->sm_count, SHARE_CTAS_PER_SM);
-}
-
 static share_ws_t share_ws(const problem_t *p, const attn_plan_t *plan)
 {
     return share_ws_layout(problem_streams(p), p->heads, problem_share_essential(p), problem_keys(p), p->head_dim,
@@ -301,12 +34,6 @@ static share_ws_t share_ws(const problem_t *p, const attn_plan_t *plan)
 }
 
 static size_t share_workspace_bytes(const problem_t *p, const attn_plan_t *plan) { return share_ws(p, plan).bytes; }
-
-static size_t share_private_bytes(const problem_t *p, const attn_plan_t *plan)
-{
-    (void)plan;
-    return ((size_t)2 * p->heads * sizeof(int) + ((size_t)2 << 20) - 1) / ((size_t)2 << 20) * ((size_t)2 << 20);
-}
 
 /* kv heads whose group holds an essential head: the K the kernel reads. */
 static int share_kv_heads_read(const problem_t *p)
@@ -337,80 +64,15 @@ static attn_io_t share_io(const problem_t *p, const attn_plan_t *plan)
     return io;
 }
 
-static cudaError_t share_setup(attn_args_t *a)
-{
-    const problem_t *p = &a->problem;
-    const int h = p->heads;
-    int *host = (int *)malloc((size_t)2 * h * sizeof(int));
-    share_state *st = (share_state *)calloc(1, sizeof *st);
-    if (!host || !st) {
-        free(host);
-        free(st);
-        return cudaErrorMemoryAllocation;
-    }
-    int rank = 0;
-    for (int i = 0; i < h; ++i) {
-        host[i] = problem_share_target(p, i);
-        host[h + i] = host[i] == i ? rank++ : -1;
-    }
-    cudaError_t e = cudaMalloc((void **)&st->map, (size_t)2 * h * sizeof(int));
-    if (e == cudaSuccess) e = cudaMemcpy(st->map, host, (size_t)2 * h * sizeof(int), cudaMemcpyHostToDevice);
-    free(host);
-    if (e != cudaSuccess) {
-        cudaFree(st->map);
-        free(st);
-        return e;
-    }
-    a->state = st;
-    return cudaSuccess;
-}
-
-static void share_teardown(attn_args_t *a)
-{
-    share_state *st = (share_state *)a->state;
-    if (!st) return;
-    cudaFree(st->map);
-    free(st);
-    a->state = NULL;
-}
+static cudaError_t share_setup(attn_args_t *a) { return share_setup_map(a, false); }
 
 static cudaError_t share_launch(attn_args_t *a, cudaStream_t stream)
 {
     const problem_t *p = &a->problem;
     const share_state *st = (const share_state *)a->state;
     if (!st || !a->workspace) return cudaErrorInvalidValue;
-    const share_ws_t ws = share_ws(p, &a->plan);
-    share_params P;
-    P.q = a->q;
-    P.out = a->out;
-    P.kv = a->kv;
-    P.block_table = a->block_table;
-    P.indirection = a->indirection;
-    P.geom = a->geom;
-    P.share_to = st->map;
-    P.rank = st->map + p->heads;
-    P.logits = (float *)((char *)a->workspace + ws.logits);
-    P.stats = (float2 *)((char *)a->workspace + ws.stats);
-    P.partials = (float *)((char *)a->workspace + ws.partials);
-    P.streams = problem_streams(p);
-    P.heads = p->heads;
-    P.group = problem_group(p);
-    P.batches = share_batches(P.group);
-    P.keys = problem_keys(p);
-    P.d = p->head_dim;
-    P.essential = problem_share_essential(p);
-    P.splits = a->plan.split.splits;
-    P.chunk = a->plan.split.chunk;
-    P.vectors = share_row_vectors(p->head_dim, (int)dtype_size(p->dtype));
-    P.lpr = share_lanes_per_row(P.vectors);
-    P.scale = (float)problem_scale(p);
-    if (P.vectors > 2 * P.lpr || P.splits < 1 || P.chunk < 1) return cudaErrorInvalidValue;
-    switch (p->dtype) {
-    case DTYPE_FP16: return launch_dtype<__half>(P, stream);
-    case DTYPE_BF16: return launch_dtype<__nv_bfloat16>(P, stream);
-    case DTYPE_FP32: return launch_dtype<float>(P, stream);
-    default: return cudaErrorInvalidValue;
-    }
+    const share_params P = share_params_make(a, st->map, problem_share_essential(p));
+    return share_launch_body(P, p->dtype, stream);
 }
 
 extern "C" const attn_kernel_t kernel_share = {
@@ -430,5 +92,5 @@ extern "C" const attn_kernel_t kernel_share = {
     share_teardown,
     NULL, /* not a peer */
     0,    /* does not run --step append */
-    ATTN_APPROX_SHARE,
+    ATTN_APPROX_SHARE,    NULL, /* selects no keys */
 };

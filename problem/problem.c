@@ -18,7 +18,7 @@ problem_t problem_default(void)
         .q_scaling = 1.0, .layers = 1, .tp = 1, .model = NULL, .ctx_dist = NULL,
         .step = STEP_ATTEND, .rope = ROPE_NEOX, .rope_base = 10000.0, .rope_scale = 1.0,
         .scores = SCORES_FLAT, .sink_logit = 10.0, .heavy_logit = 8.0, .recent_logit = 6.0,
-        .share_fraction = 0.3, .share_map = NULL,
+        .share_fraction = 0.3, .share_map = NULL, .top_p = 0.95,
     };
     return p;
 }
@@ -250,6 +250,7 @@ int problem_validate(const problem_t *p, char *msg, size_t msg_len)
         FAIL("--share-fraction %g must be at least 0 and below 1", p->share_fraction);
     if (!p->share_map && share_count(p->heads, p->share_fraction) >= p->heads)
         FAIL("--share-fraction %g shares all %d heads: at least one must be essential", p->share_fraction, p->heads);
+    if (!(p->top_p > 0.0 && p->top_p <= 1.0)) FAIL("--top-p %g must be above 0 and at most 1", p->top_p);
     if (p->share_map && p->share_map->heads != p->heads)
         FAIL("--share-map %s: layer %d has %d heads, --heads is %d", p->share_map->path, p->share_map->layer,
              p->share_map->heads, p->heads);

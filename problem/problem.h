@@ -80,6 +80,9 @@ typedef struct problem {
      * --share-map layer, which then decides. */
     double share_fraction;
     const struct share_map *share_map;
+    /* Select-Attention (the `select-filter` kernel): the top-p of the keys' head-averaged
+     * weights that each stream keeps (problem/top_p.h), 0 < top_p <= 1. */
+    double top_p;
 } problem_t;
 
 /* The defaults of every option: the 7B model's attention, one request, one stream. */

@@ -9,22 +9,27 @@
 int reference_select_scores(const ref_source_t *src, int stream, double *scores)
 {
     const problem_t *p = src->p;
-    const int query = stream * p->q_len + p->q_len - 1;
-    const int ctx = kv_ctx_of(&src->geom, stream / p->beam);
-    const int keys = kv_keys_of(&src->geom, stream);
+    const int query = stream * p->q_len + p->q_len - 1, request = stream / p->beam;
+    const int keys = query_key_end(kv_keys_of(&src->geom, stream), p->q_len, query);
     double *prob = malloc((size_t)(keys > 0 ? keys : 1) * sizeof *prob);
-    if (!prob) return -1;
-    for (int pos = 0; pos < ctx; ++pos) scores[pos] = 0.0;
-    for (int head = 0; head < p->heads; ++head) {
-        if (reference_probs(src, query, head, prob) < 0) {
-            free(prob);
-            return -1;
+    /* each kv head's context, materialised once for the heads of its group */
+    float *ctx = malloc((size_t)2 * (p->ctx > 0 ? p->ctx : 1) * p->head_dim * sizeof *ctx);
+    int rc = prob && ctx ? keys : -1;
+    for (int pos = 0; rc >= 0 && pos < keys; ++pos) scores[pos] = 0.0;
+    for (int head = 0; rc >= 0 && head < p->heads; ++head) {
+        ref_source_t group = *src;
+        if (!src->kv && !src->kv_ctx && p->ctx > 0) {
+            if (head % problem_group(p) == 0) reference_ctx_fill(src, request, head / problem_group(p), ctx);
+            group.ctx_kv = ctx;
+            group.ctx_request = request;
+            group.ctx_head = head / problem_group(p);
         }
-        for (int pos = 0; pos < ctx; ++pos) scores[pos] += prob[pos];
+        if (reference_probs(&group, query, head, prob) != keys) rc = -1;
+        for (int pos = 0; rc >= 0 && pos < keys; ++pos) scores[pos] += prob[pos] / p->heads;
     }
-    for (int pos = 0; pos < ctx; ++pos) scores[pos] /= p->heads;
     free(prob);
-    return ctx;
+    free(ctx);
+    return rc;
 }
 
 typedef struct scored {

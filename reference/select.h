@@ -11,9 +11,9 @@
 extern "C" {
 #endif
 
-/* The head-averaged softmax weights of stream `stream`'s current (last) query token over
- * the context tokens of its request: scores[pos] for pos below the returned count (the
- * request's context length; scores needs the stream's key count), or -1. */
+/* The filter layer's scores of stream `stream`: its current (last) query token's softmax
+ * weights over the keys it attends to, averaged over the heads: scores[pos] for pos
+ * below the returned count (the stream's keys), or -1. */
 int reference_select_scores(const ref_source_t *src, int stream, double *scores);
 
 /* The top-p set of n scores (>= 0) in double, by sorting: chosen[i] = 1 for the tokens in

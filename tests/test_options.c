@@ -673,6 +673,12 @@ static void test_scores_and_share_options(void **state)
     parse_ok(CMD_RUN, "run --kernel share", &o);
     assert_int_equal(o.grid.scores, SCORES_FLAT);
     assert_true(o.grid.share_fraction == 0.3);
+    assert_true(o.grid.top_p == 0.95);
+    parse_ok(CMD_RUN, "run --kernel select-filter --top-p 0.9", &o);
+    assert_true(o.grid.top_p == 0.9);
+    assert_int_equal(grid_expand(&o.grid, &pts, &n, msg, sizeof msg), 0);
+    assert_true(pts[0].top_p == 0.9);
+    free(pts);
 
     const char *path = write_suite("--heads 32 --kv-heads 8 --share-map share-maps/irregular-h32.json "
                                    "--share-layer 2 --kernels share\n");
@@ -702,6 +708,9 @@ static void test_scores_and_share_options(void **state)
     expect_bad(CMD_RUN, "run --kernel share --share-layer 3", "needs --share-map");
     expect_bad(CMD_RUN, "run --kernel share --sink-logit -2", "--sink-logit");
     expect_bad(CMD_RUN, "run --kernel share --scores peaked --recent-logit 100", "--recent-logit");
+    expect_bad(CMD_RUN, "run --kernel select-filter --top-p 0", "--top-p");
+    expect_bad(CMD_RUN, "run --kernel select-filter --top-p 1.01", "at most 1");
+    expect_bad(CMD_RUN, "run --kernel select-filter --top-p x", "--top-p");
 }
 
 /* table and compare share the option table: their options land in their fields, and

@@ -1,7 +1,8 @@
 /* Select-Attention's selection on the CPU: the radix select on mass (problem/top_p.h,
  * the GPU's algorithm run serially) finds the threshold a sort finds; ties go in whole;
  * the judge accepts the set from float scores and rejects sets that break each rule;
- * the filter layer's scores, peaked and flat, are what top-p needs. */
+ * the filter layer's scores, peaked and flat, are what top-p needs; the harness's check
+ * of a kernel's sets passes right ones and fails wrong ones. */
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -13,6 +14,7 @@
 #include <string.h>
 
 #include "../harness/layouts.h"
+#include "../harness/select_check.h"
 #include "../problem/top_p.h"
 #include "../reference/select.h"
 #include "test_problem.h"
@@ -131,9 +133,9 @@ static void test_judge(void **state)
     assert_int_equal(reference_top_p_judge(s, N, 0.9, set, 1e-6, why, sizeof why), 1);
 }
 
-/* The filter layer's head-averaged weights over a stream's context: they sum to the
- * context's share of the weights (under 1: the decoded tokens hold the rest); on peaked
- * inputs top-p at 0.9 keeps a small part of the context, on flat ones a large part. */
+/* The filter layer's head-averaged weights over a stream's keys (its context read from
+ * one materialisation per kv head): they sum to 1 and are each head's weights averaged;
+ * on peaked inputs top-p at 0.9 keeps a small part of the keys, on flat ones a large part. */
 static void test_filter_scores(void **state)
 {
     (void)state;
@@ -155,25 +157,111 @@ static void test_filter_scores(void **state)
         src.geom = kv_geometry_make(&p, LAYOUT_CONTIGUOUS);
         src.seed = 5;
         double *scores = malloc((size_t)(p.ctx + p.gen) * sizeof *scores);
-        unsigned char *set = malloc((size_t)p.ctx);
+        unsigned char *set = malloc((size_t)(p.ctx + p.gen));
         assert_non_null(scores);
         assert_non_null(set);
-        assert_int_equal(reference_select_scores(&src, 1, scores), p.ctx);
+        const int keys = p.ctx + p.gen;
+        assert_int_equal(reference_select_scores(&src, 1, scores), keys);
         double sum = 0.0;
-        for (int i = 0; i < p.ctx; ++i) {
+        for (int i = 0; i < keys; ++i) {
             assert_true(scores[i] >= 0.0);
             sum += scores[i];
         }
-        assert_true(sum > 0.5 && sum < 1.0);
-        kept[k] = reference_top_p(scores, p.ctx, 0.9, set);
+        assert_true(fabs(sum - 1.0) < 1e-12);
+        /* each head's weights as reference_probs gives them alone, averaged */
+        double *prob = malloc((size_t)keys * sizeof *prob), mean7 = 0.0;
+        assert_non_null(prob);
+        for (int h = 0; h < p.heads; ++h) {
+            assert_int_equal(reference_probs(&src, 1, h, prob), keys);
+            mean7 += prob[7] / p.heads;
+        }
+        assert_true(fabs(mean7 - scores[7]) < 1e-15);
+        free(prob);
+        kept[k] = reference_top_p(scores, keys, 0.9, set);
         char why[200];
-        assert_int_equal(reference_top_p_judge(scores, p.ctx, 0.9, set, 1e-12, why, sizeof why), 0);
+        assert_int_equal(reference_top_p_judge(scores, keys, 0.9, set, 1e-12, why, sizeof why), 0);
         free(scores);
         free(set);
     }
-    print_message("top-p 0.9 of 2000 context tokens keeps %ld on flat scores, %ld on peaked\n", kept[0], kept[1]);
-    assert_true(kept[0] > 2000 / 4);
+    print_message("top-p 0.9 of 2009 keys keeps %ld on flat scores, %ld on peaked\n", kept[0], kept[1]);
+    assert_true(kept[0] > 2009 / 4);
     assert_true(kept[1] < kept[0] / 4);
+}
+
+/* The sets a stand-in kernel's selection hook hands back to select_check. */
+static unsigned char *handed;
+static long handed_bytes;
+static cudaError_t hand_back(const attn_args_t *a, unsigned char *chosen)
+{
+    (void)a;
+    memcpy(chosen, handed, (size_t)handed_bytes);
+    return cudaSuccess;
+}
+
+static void check_row(const attn_kernel_t *k, const attn_args_t *a, const ref_source_t *src, result_row_t *row)
+{
+    result_row_init(row);
+    snprintf(row->kernel, sizeof row->kernel, "%s", k->name);
+    snprintf(row->status, sizeof row->status, "ok");
+    snprintf(row->verified, sizeof row->verified, "yes");
+    assert_int_equal(select_check(k, a, src, 3, 10.0, row), cudaSuccess);
+}
+
+/* select_check passes the reference's own sets and records the fraction kept; one
+ * stream's set with a hole at its top, or sets never written (zeros), make the row a
+ * mismatch. */
+static void test_select_check(void **state)
+{
+    (void)state;
+    problem_t p = test_problem(3, 1, 8, 2, 64, 300, 5);
+    p.scores = SCORES_PEAKED;
+    p.top_p = 0.9;
+    char msg[256];
+    assert_int_equal(problem_validate(&p, msg, sizeof msg), 0);
+    ref_source_t src;
+    memset(&src, 0, sizeof src);
+    src.p = &p;
+    src.geom = kv_geometry_make(&p, LAYOUT_CONTIGUOUS);
+    src.seed = 11;
+    attn_args_t a;
+    memset(&a, 0, sizeof a);
+    a.problem = p;
+    attn_kernel_t k;
+    memset(&k, 0, sizeof k);
+    k.name = "select-filter";
+    k.selection = hand_back;
+
+    const int streams = problem_streams(&p), keys = problem_keys(&p);
+    handed_bytes = (long)streams * keys;
+    handed = malloc((size_t)handed_bytes);
+    double *scores = malloc((size_t)keys * sizeof *scores);
+    assert_non_null(handed);
+    assert_non_null(scores);
+    long kept = 0, top = 0;
+    for (int s = 0; s < streams; ++s) {
+        assert_int_equal(reference_select_scores(&src, s, scores), keys);
+        kept += reference_top_p(scores, keys, p.top_p, handed + (size_t)s * keys);
+        if (s == streams - 1)
+            for (int i = 0; i < keys; ++i) top = scores[i] > scores[top] ? i : top;
+    }
+    result_row_t row;
+    check_row(&k, &a, &src, &row);
+    assert_string_equal(row.status, "ok");
+    assert_string_equal(row.verified, "yes");
+    assert_true(fabs(row.kept - (double)kept / handed_bytes) < 1e-12);
+    assert_true(row.kept > 0.0 && row.kept < 0.5);
+
+    handed[(size_t)(streams - 1) * keys + top] = 0; /* the last stream's best key left out */
+    check_row(&k, &a, &src, &row);
+    assert_string_equal(row.status, "mismatch");
+    assert_string_equal(row.verified, "no");
+
+    memset(handed, 0, (size_t)handed_bytes);
+    check_row(&k, &a, &src, &row);
+    assert_string_equal(row.status, "mismatch");
+    assert_true(row.kept == 0.0);
+    free(handed);
+    free(scores);
 }
 
 int main(void)
@@ -183,6 +271,7 @@ int main(void)
         cmocka_unit_test(test_ties_go_in_whole),
         cmocka_unit_test(test_judge),
         cmocka_unit_test(test_filter_scores),
+        cmocka_unit_test(test_select_check),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

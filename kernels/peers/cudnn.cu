@@ -466,7 +466,7 @@ extern "C" const attn_kernel_t kernel_cudnn = {
     cudnn_teardown,
     CUDNN_PEER_PACKAGE,
     0, /* no --step append */
-    ATTN_EXACT,
+    ATTN_EXACT,    NULL, /* selects no keys */
 };
 
 #endif /* __CUDA_ARCH__ */

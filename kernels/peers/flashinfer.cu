@@ -760,7 +760,7 @@ extern "C" const attn_kernel_t kernel_flashinfer = {
     fi_teardown,
     "FlashInfer 0.7.2",
     0, /* no --step append */
-    ATTN_EXACT,
+    ATTN_EXACT,    NULL, /* selects no keys */
 };
 
 #else

@@ -353,7 +353,7 @@ extern "C" const attn_kernel_t kernel_flashinfer_cascade = {
     fic_teardown,
     "FlashInfer 0.7.2",
     0, /* no --step append */
-    ATTN_EXACT,
+    ATTN_EXACT,    NULL, /* selects no keys */
 };
 
 #else

@@ -354,7 +354,7 @@ extern "C" const attn_kernel_t kernel_xqa = {
     xqa_teardown,
     XQA_PACKAGE,
     0, /* no --step append */
-    ATTN_EXACT,
+    ATTN_EXACT,    NULL, /* selects no keys */
 };
 
 #else /* XQA's sources are not there */

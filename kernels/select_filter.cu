@@ -1,0 +1,230 @@
+/* `select-filter`: the filter step of Select-Attention (the Share/Select-Attention paper,
+ * §4.2) as GPU kernels. Exact attention by share's three launches with every head
+ * essential (share_body.cuh), which leave each head's logits and softmax statistics in
+ * the workspace; then two launches of its own:
+ *  1. scores: each key's softmax weight averaged over the heads, from those logits;
+ *  2. top-p: per stream, the set problem/top_p.h defines, by radix select on the scores'
+ *     mass (four passes of a 256-bucket histogram in shared memory, no sort), written as
+ *     a mask over the stream's keys and a count.
+ * The later layers (the selected step) attend only to the chosen keys. The output is
+ * exact attention; the selection is checked against the CPU reference's scores
+ * (reference/select.h) through kernel_select_filter.selection. */
+#include <stdint.h>
+#include <stdlib.h>
+#include <cuda_runtime.h>
+
+#include "registry.h"
+#include "share_body.cuh"
+#include "../problem/top_p.h"
+
+extern "C" const attn_kernel_t kernel_select_filter;
+
+#define SELECT_THREADS 1024
+
+/* The workspace after share's: scores [streams][keys] float, mask [streams][keys] bytes,
+ * kept [streams] int. */
+typedef struct select_ws {
+    size_t share, scores, mask, kept, bytes;
+} select_ws_t;
+
+static select_ws_t select_ws(const problem_t *p, const attn_plan_t *plan)
+{
+    const size_t streams = (size_t)problem_streams(p), keys = (size_t)problem_keys(p);
+    select_ws_t w;
+    w.share = share_ws_layout(problem_streams(p), p->heads, p->heads, problem_keys(p), p->head_dim,
+                              plan->split.splits).bytes;
+    w.scores = w.share;
+    w.mask = w.scores + share_align(streams * keys * sizeof(float));
+    w.kept = w.mask + share_align(streams * keys);
+    w.bytes = w.kept + share_align(streams * sizeof(int));
+    return w;
+}
+
+namespace {
+
+struct select_params {
+    const float *logits;
+    const float2 *stats;
+    float *scores;
+    unsigned char *mask;
+    int *kept;
+    int heads, keys, splits;
+    float top_p;
+};
+
+/* Each key's weight averaged over the heads: exp(logit - m) / l of every head, where (m, l)
+ * combine the head's split statistics. Grid: (key blocks, streams). */
+__global__ void select_scores_kernel(const select_params P)
+{
+    extern __shared__ float2 norm[];   /* [heads]: (m, 1 / l) */
+    const int s = blockIdx.y;
+    for (int h = threadIdx.x; h < P.heads; h += blockDim.x) {
+        float m = -INFINITY, l = 0.0f;
+        const float2 *st = P.stats + share_stat_at(s, P.heads, h, P.splits, 0);
+        for (int k = 0; k < P.splits; ++k) {
+            const float M = fmaxf(m, st[k].x);
+            if (M == -INFINITY) continue;
+            l = l * expf(m - M) + st[k].y * expf(st[k].x - M);
+            m = M;
+        }
+        norm[h] = make_float2(m, l > 0.0f ? 1.0f / l : 0.0f);
+    }
+    __syncthreads();
+    const int key = blockIdx.x * blockDim.x + threadIdx.x;
+    if (key >= P.keys) return;
+    float sum = 0.0f;
+    for (int h = 0; h < P.heads; ++h)
+        sum += expf(P.logits[share_logit_at(s, P.heads, h, P.keys, key)] - norm[h].x) * norm[h].y;
+    P.scores[(int64_t)s * P.keys + key] = sum / P.heads;
+}
+
+/* The sum over the CTA of one float per thread, on every thread. */
+__device__ float cta_sum(float x, float *scratch)
+{
+    for (int off = 16; off > 0; off /= 2) x += __shfl_xor_sync(0xffffffffu, x, off);
+    __syncthreads();
+    if ((threadIdx.x & 31) == 0) scratch[threadIdx.x >> 5] = x;
+    __syncthreads();
+    float total = 0.0f;
+    for (int w = 0; w < (int)(blockDim.x >> 5); ++w) total += scratch[w];
+    return total;
+}
+
+/* The top-p set of one stream's scores (problem/top_p.h): one CTA per stream. */
+__global__ void __launch_bounds__(SELECT_THREADS) select_top_p_kernel(const select_params P)
+{
+    __shared__ float mass[TOP_P_BUCKETS];
+    __shared__ float scratch[SELECT_THREADS / 32];
+    __shared__ uint32_t prefix_s;
+    __shared__ float above_s;
+    const int s = blockIdx.x;
+    const float *sc = P.scores + (int64_t)s * P.keys;
+    float own = 0.0f;
+    for (int i = threadIdx.x; i < P.keys; i += blockDim.x) own += sc[i];
+    const float target = P.top_p * cta_sum(own, scratch);
+    if (threadIdx.x == 0) prefix_s = 0u, above_s = 0.0f;
+    for (int pass = 0; pass < TOP_P_PASSES; ++pass) {
+        for (int b = threadIdx.x; b < TOP_P_BUCKETS; b += blockDim.x) mass[b] = 0.0f;
+        __syncthreads();
+        const uint32_t prefix = prefix_s;
+        for (int i = threadIdx.x; i < P.keys; i += blockDim.x) {
+            const uint32_t key = top_p_key(sc[i]);
+            if (top_p_candidate(key, prefix, pass)) atomicAdd(&mass[top_p_digit(key, pass)], sc[i]);
+        }
+        __syncthreads();
+        if (threadIdx.x == 0) {
+            float above = above_s;
+            const int digit = top_p_pick_digit(mass, &above, target);
+            above_s = above;
+            prefix_s = prefix | (uint32_t)digit << (32 - TOP_P_DIGIT_BITS * (pass + 1));
+        }
+        __syncthreads();
+    }
+    const float threshold = top_p_score(prefix_s);
+    int count = 0;
+    for (int i = threadIdx.x; i < P.keys; i += blockDim.x) {
+        const bool in = sc[i] >= threshold;
+        P.mask[(int64_t)s * P.keys + i] = in;
+        count += in;
+    }
+    const float kept = cta_sum((float)count, scratch);
+    if (threadIdx.x == 0) P.kept[s] = (int)kept;
+}
+
+} // namespace
+
+static const char *select_filter_unsupported(const problem_t *p)
+{
+    if (p->kv_quant != KV_QUANT_NONE) return "select-filter reads a cache in --dtype only, not an 8-bit KV cache";
+    if (p->tp > 1) return "select-filter runs on one GPU (no --tp)";
+    if (problem_ragged(p)) return "select-filter takes one context length for every request (no --ctx-dist)";
+    if (p->q_len > 1) return "select-filter ranks the keys of one query token per stream (no --q-len > 1)";
+    if (problem_streams(p) > 65535 || (long)p->kv_heads * share_batches(problem_group(p)) > 65535)
+        return "select-filter launches a CTA row per stream and per (kv head, 4 heads): at most 65535 of each";
+    return NULL;
+}
+
+static size_t select_filter_workspace_bytes(const problem_t *p, const attn_plan_t *plan)
+{
+    return select_ws(p, plan).bytes;
+}
+
+static attn_io_t select_filter_io(const problem_t *p, const attn_plan_t *plan)
+{
+    attn_io_t io;
+    io.bytes = io_kv_bytes_stored(p) + io_qo_bytes(p) + io_table_bytes(p);
+    io.unique_bytes = io_kv_bytes_unique(p) + io_qo_bytes(p) + io_table_bytes(p);
+    io.flops = io_flops(p);
+    const double streams = problem_streams(p), keys = problem_keys(p);
+    const double logits = streams * p->heads * keys * sizeof(float);
+    const double partials = (double)plan->split.splits * streams * p->heads * p->head_dim * sizeof(float);
+    /* logits and partials written and read back; the scores written, read by the five
+     * passes of the selection; the mask written */
+    io.workspace_bytes = 2.0 * (logits + partials) + 6.0 * streams * keys * sizeof(float) + streams * keys;
+    return io;
+}
+
+static select_params select_params_make(const attn_args_t *a, const share_params &S)
+{
+    const problem_t *p = &a->problem;
+    const select_ws_t ws = select_ws(p, &a->plan);
+    select_params P;
+    P.logits = S.logits;
+    P.stats = S.stats;
+    P.scores = (float *)((char *)a->workspace + ws.scores);
+    P.mask = (unsigned char *)a->workspace + ws.mask;
+    P.kept = (int *)((char *)a->workspace + ws.kept);
+    P.heads = p->heads;
+    P.keys = problem_keys(p);
+    P.splits = S.splits;
+    P.top_p = (float)p->top_p;
+    return P;
+}
+
+/* share's map with every head essential, its own */
+static cudaError_t select_filter_setup(attn_args_t *a) { return share_setup_map(a, true); }
+
+static cudaError_t select_filter_launch(attn_args_t *a, cudaStream_t stream)
+{
+    const problem_t *p = &a->problem;
+    const share_state *st = (const share_state *)a->state;
+    if (!st || !a->workspace) return cudaErrorInvalidValue;
+    const share_params S = share_params_make(a, st->map, p->heads);
+    cudaError_t e = share_launch_body(S, p->dtype, stream);
+    if (e != cudaSuccess) return e;
+    const select_params P = select_params_make(a, S);
+    const dim3 grid((unsigned)((P.keys + 255) / 256), (unsigned)S.streams);
+    select_scores_kernel<<<grid, 256, (size_t)p->heads * sizeof(float2), stream>>>(P);
+    select_top_p_kernel<<<(unsigned)S.streams, SELECT_THREADS, 0, stream>>>(P);
+    return cudaGetLastError();
+}
+
+/* The last launch's mask [streams][keys] into chosen (host). */
+static cudaError_t select_filter_selection(const attn_args_t *a, unsigned char *chosen)
+{
+    const problem_t *p = &a->problem;
+    const select_ws_t ws = select_ws(p, &a->plan);
+    return cudaMemcpy(chosen, (const char *)a->workspace + ws.mask, (size_t)problem_streams(p) * problem_keys(p),
+                      cudaMemcpyDeviceToHost);
+}
+
+extern "C" const attn_kernel_t kernel_select_filter = {
+    "select-filter",
+    "Select-Attention's filter step: exact attention (share's launches, every head essential), each key's "
+    "head-averaged weight, and the top-p set of keys per stream by radix select on their mass (--top-p)",
+    "contiguous and paged caches; MHA, GQA, MQA; indirection; fp16, bf16, fp32; head_dim multiple of 8 "
+    "up to 256; split-KV; one query token; no 8-bit KV cache, no --tp, no --ctx-dist",
+    select_filter_unsupported,
+    share_layout,
+    share_plan,
+    select_filter_workspace_bytes,
+    share_private_bytes,
+    select_filter_io,
+    select_filter_setup,
+    select_filter_launch,
+    share_teardown,
+    NULL, /* not a peer */
+    0,    /* does not run --step append */
+    ATTN_EXACT,
+    select_filter_selection,
+};
