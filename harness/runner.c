@@ -336,24 +336,36 @@ fail:
  * reference_rows leaves at[] in the order it sorted it to, which sorting again keeps. */
 static int checked_rows_exact(const ref_source_t *src, checked_rows_t *c)
 {
-    if (!src->share_to) return 0;
+    if (!src->share_to && !src->key_mask) return 0;
     ref_source_t exact = *src;
     exact.share_to = NULL;
+    exact.key_mask = NULL;
     c->exact = malloc((size_t)(c->n > 0 ? c->n : 1) * src->p->head_dim * sizeof *c->exact);
     if (!c->exact) return -1;
     return reference_rows(&exact, c->at, 0, c->n, c->exact);
 }
 
-/* The checked rows of a row run by `run` on inputs of this seed, with the reference of
- * what run computes: exact attention, or its approximation (then exact attention's too). */
-static int checked_rows_for(const problem_t *p, const attn_kernel_t *run, const kv_geometry_t *geom,
-                            uint64_t seed, const int32_t *indirection, double budget_s, checked_rows_t *c)
+/* The reference's source of a row's inputs: the logical data of this seed. */
+static ref_source_t row_source(const problem_t *p, const kv_geometry_t *geom, uint64_t seed,
+                               const int32_t *indirection)
 {
     ref_source_t src = {0};
     src.p = p;
     src.geom = *geom;
     src.seed = seed;
     src.indirection = indirection;
+    return src;
+}
+
+/* The checked rows of a row run by `run` on inputs of this seed, with the reference of
+ * what run computes: exact attention, or its approximation (then exact attention's too);
+ * the selected step's over the keys of key_mask. */
+static int checked_rows_for(const problem_t *p, const attn_kernel_t *run, const kv_geometry_t *geom,
+                            uint64_t seed, const int32_t *indirection, const unsigned char *key_mask,
+                            double budget_s, checked_rows_t *c)
+{
+    ref_source_t src = row_source(p, geom, seed, indirection);
+    if (run->approx == ATTN_APPROX_SELECT) src.key_mask = key_mask;
     int *share_to = NULL;
     if (run->approx == ATTN_APPROX_SHARE) {
         /* [h]: the head whose weights head i uses */
@@ -497,6 +509,40 @@ static cudaError_t upload_ctx_lens(const problem_t *p, buffers_t *b, kv_geometry
     return e;
 }
 
+/* The row's byte and FLOP columns, the peaks it is judged against, and its roofline. */
+static void row_set_io(const runner_t *r, const attn_io_t *io, result_row_t *row)
+{
+    row->bytes = io->bytes;
+    row->unique_bytes = io->unique_bytes;
+    row->workspace_bytes = io->workspace_bytes;
+    row->flops = io->flops;
+    if (r->dev.peak_read_gbps > 0) row->peak_gbps = r->dev.peak_read_gbps;
+    if (r->dev.peak_tc_tflops > 0) row->peak_tflops = r->dev.peak_tc_tflops;
+    if (r->dev.peak_read_gbps > 0) {
+        double t_bytes = io->unique_bytes / (r->dev.peak_read_gbps * 1e3);
+        double t_flops = r->dev.peak_tc_tflops > 0 ? io->flops / (r->dev.peak_tc_tflops * 1e6) : 0;
+        row->roofline_us = t_bytes > t_flops ? t_bytes : t_flops;
+    }
+}
+
+/* A selecting kernel's sets after its first launch (into *chosen, host): the fraction
+ * of keys they keep, and for the selected step the bytes and FLOPs of those keys only. */
+static cudaError_t selection_of(const runner_t *r, const problem_t *p, const attn_kernel_t *run,
+                                const attn_args_t *a, attn_io_t *io, result_row_t *row, unsigned char **chosen)
+{
+    *chosen = malloc((size_t)problem_streams(p) * problem_keys(p));
+    if (!*chosen) return cudaErrorMemoryAllocation;
+    cudaError_t e = run->selection(a, *chosen);
+    if (e != cudaSuccess) return e;
+    row->kept = select_kept(p, *chosen);
+    if (run->approx == ATTN_APPROX_SELECT) {
+        io->bytes = io->unique_bytes = io_selected_bytes(p, row->kept);
+        io->flops = io_flops(p) * row->kept;
+        row_set_io(r, io, row);
+    }
+    return cudaSuccess;
+}
+
 void runner_row(runner_t *r, const problem_t *p, const attn_kernel_t *k, result_row_t *row)
 {
     attn_plan_t plan;
@@ -508,17 +554,7 @@ void runner_row(runner_t *r, const problem_t *p, const attn_kernel_t *k, result_
     attn_io_t io = run->io(p, &plan);
     io.bytes += io_append_bytes(p);
     io.unique_bytes += io_append_bytes(p);
-    row->bytes = io.bytes;
-    row->unique_bytes = io.unique_bytes;
-    row->workspace_bytes = io.workspace_bytes;
-    row->flops = io.flops;
-    if (r->dev.peak_read_gbps > 0) row->peak_gbps = r->dev.peak_read_gbps;
-    if (r->dev.peak_tc_tflops > 0) row->peak_tflops = r->dev.peak_tc_tflops;
-    if (r->dev.peak_read_gbps > 0) {
-        double t_bytes = io.unique_bytes / (r->dev.peak_read_gbps * 1e3);
-        double t_flops = r->dev.peak_tc_tflops > 0 ? io.flops / (r->dev.peak_tc_tflops * 1e6) : 0;
-        row->roofline_us = t_bytes > t_flops ? t_bytes : t_flops;
-    }
+    row_set_io(r, &io, row);
 
     mem_plan_t m;
     mem_plan_make(p, run, &plan, &m);
@@ -604,6 +640,8 @@ void runner_row(runner_t *r, const problem_t *p, const attn_kernel_t *k, result_
      * launch is checked too (without timing, a second launch on a poisoned output). */
     CK(launch_step(&step, s));
     CK(cudaStreamSynchronize(s));
+    unsigned char *chosen = NULL;
+    if (e == cudaSuccess && run->selection) e = selection_of(r, p, run, &a, &io, row, &chosen);
     checked_rows_t checked = {0};
     int64_t out_elements = (int64_t)problem_queries(p) * p->heads * p->head_dim;
     last_launch_t last = {b.out, NULL, m.out, out_elements, p->dtype, &step};
@@ -612,19 +650,13 @@ void runner_row(runner_t *r, const problem_t *p, const attn_kernel_t *k, result_
         nvtx_push("verify");
         kv_geometry_t geom = a.geom;
         geom.ctx_lens = b.host_ctx_lens;
-        if (checked_rows_for(p, run, &geom, seed, b.host_indirection, r->verify_budget_s, &checked) != 0)
+        if (checked_rows_for(p, run, &geom, seed, b.host_indirection, chosen, r->verify_budget_s, &checked) != 0)
             e = HOST_SHORT;
         CK(judge_output(p, b.out, &checked, "first", row));
-        if (run->selection) {
-            /* the filter step's top-p sets, from the launch whose workspace started zeroed:
-             * a set never written is empty, and fails */
-            ref_source_t src = {0};
-            src.p = p;
-            src.geom = geom;
-            src.seed = seed;
-            src.indirection = b.host_indirection;
-            CK(select_check(run, &a, &src, seed, r->verify_budget_s, row));
-        }
+        /* the top-p sets, from a workspace that started zeroed: a set never written is
+         * empty, and fails */
+        const ref_source_t src = row_source(p, &geom, seed, b.host_indirection);
+        if (chosen && select_check(&src, chosen, seed, r->verify_budget_s, row) != 0) e = HOST_SHORT;
         CK(alloc(&b.last_out, m.out));
         last.copy = b.last_out;
         if (!r->time) {
@@ -667,6 +699,7 @@ void runner_row(runner_t *r, const problem_t *p, const attn_kernel_t *k, result_
         }
     }
     checked_rows_free(&checked);
+    free(chosen);
 #undef CK
     if (set_up && run->teardown) run->teardown(&a);
     buffers_free(&b);

@@ -38,33 +38,36 @@ static int judge_stream(const ref_source_t *src, int s, const unsigned char *cho
     return 1;
 }
 
-cudaError_t select_check(const attn_kernel_t *k, const attn_args_t *a, const ref_source_t *src, uint64_t seed,
-                         double budget_s, result_row_t *row)
+double select_kept(const problem_t *p, const unsigned char *chosen)
 {
-    const problem_t *p = &a->problem;
+    const long n = (long)problem_streams(p) * problem_keys(p);
+    long kept = 0;
+    for (long i = 0; i < n; ++i) kept += chosen[i];
+    return n > 0 ? (double)kept / n : 0.0;
+}
+
+int select_check(const ref_source_t *src, const unsigned char *chosen, uint64_t seed, double budget_s,
+                 result_row_t *row)
+{
+    const problem_t *p = src->p;
     const int streams = problem_streams(p), keys = problem_keys(p);
-    unsigned char *chosen = malloc((size_t)streams * keys);
     double *scores = malloc((size_t)keys * sizeof *scores);
-    cudaError_t e = chosen && scores ? k->selection(a, chosen) : cudaErrorMemoryAllocation;
-    if (e == cudaSuccess) {
-        long kept = 0;
-        for (long i = 0; i < (long)streams * keys; ++i) kept += chosen[i];
-        row->kept = (double)kept / ((double)streams * keys);
-        /* the first and last stream, then random ones while the budget lasts */
-        const double t0 = now_s();
-        uint64_t rng = seed ^ 0x5e1ec7ull;
-        int bad = 0;
-        for (int n = 0; n < streams && !bad; ++n) {
-            const int s = n == 0 ? 0 : n == 1 ? streams - 1 : (int)(next_random(&rng) % (uint64_t)streams);
-            const int r = judge_stream(src, s, chosen + (size_t)s * keys, scores, row);
-            if (r < 0) e = cudaErrorMemoryAllocation;
-            bad = r != 0;
-            if (n >= 1 && now_s() - t0 > budget_s) break;
-        }
-        if (bad) snprintf(row->status, sizeof row->status, "%s", "mismatch");
-        if (bad) snprintf(row->verified, sizeof row->verified, "%s", "no");
+    if (!scores) return -1;
+    /* the first and last stream, then random ones while the budget lasts */
+    const double t0 = now_s();
+    uint64_t rng = seed ^ 0x5e1ec7ull;
+    int bad = 0, rc = 0;
+    for (int n = 0; n < streams && !bad; ++n) {
+        const int s = n == 0 ? 0 : n == 1 ? streams - 1 : (int)(next_random(&rng) % (uint64_t)streams);
+        const int r = judge_stream(src, s, chosen + (size_t)s * keys, scores, row);
+        if (r < 0) rc = -1;
+        bad = r != 0;
+        if (n >= 1 && now_s() - t0 > budget_s) break;
     }
-    free(chosen);
+    if (bad && rc == 0) {
+        snprintf(row->status, sizeof row->status, "%s", "mismatch");
+        snprintf(row->verified, sizeof row->verified, "%s", "no");
+    }
     free(scores);
-    return e;
+    return rc;
 }

@@ -16,14 +16,16 @@ extern "C" {
  * float of the same stored inputs, within about 1e-5 of the reference's in double. */
 #define SELECT_CHECK_EPS 1e-3
 
-/* Copies the last launch's sets, records the mean fraction of keys kept in row->kept,
- * and judges the sets of the first and last stream and then random streams, as many as
- * budget_s seconds of reference allow (every stream where they fit). A set that fails
- * makes the row a mismatch, with one line on stderr naming the stream and the rule.
- * src is the reference's source of the launch's inputs. Returns the copy's error, or
- * cudaErrorMemoryAllocation. */
-cudaError_t select_check(const attn_kernel_t *k, const attn_args_t *a, const ref_source_t *src, uint64_t seed,
-                         double budget_s, result_row_t *row);
+/* The fraction of the problem's keys that the sets chosen[streams][keys] keep. */
+double select_kept(const problem_t *p, const unsigned char *chosen);
+
+/* Judges a launch's sets chosen[streams][keys] (attn_kernel_t.selection): those of the
+ * first and last stream, then random streams, as many as budget_s seconds of reference
+ * allow (every stream where they fit). A set that fails makes the row a mismatch, with
+ * one line on stderr naming the stream and the rule. src is the reference's source of the
+ * launch's inputs. Returns 0, or -1 when memory runs out. */
+int select_check(const ref_source_t *src, const unsigned char *chosen, uint64_t seed, double budget_s,
+                 result_row_t *row);
 
 #ifdef __cplusplus
 }

@@ -69,3 +69,9 @@ double io_append_bytes(const problem_t *p)
                  (double)dtype_size(p->dtype);
     return qkv + problem_streams(p) * io_kv_row_bytes(p);
 }
+
+double io_selected_bytes(const problem_t *p, double kept)
+{
+    const double positions = (double)problem_streams(p) * problem_keys(p) * kept * sizeof(int32_t);
+    return io_kv_bytes_stored(p) * kept + positions + io_qo_bytes(p) + io_table_bytes(p);
+}

@@ -19,8 +19,9 @@ typedef struct attn_kernel attn_kernel_t;
 
 /* What a kernel computes: exact attention, or an approximation whose CPU reference
  * differs (the rows also report its distance from exact attention, approx_err, and
- * what it kept). */
-typedef enum { ATTN_EXACT = 0, ATTN_APPROX_SHARE = 1 } attn_approx_t;
+ * what it kept): Share-Attention's shared heads, or Select-Attention's selected step
+ * (attention over the keys its selection hook reports). */
+typedef enum { ATTN_EXACT = 0, ATTN_APPROX_SHARE = 1, ATTN_APPROX_SELECT = 2 } attn_approx_t;
 
 /* What setup() returns where it finds, only then, that the kernel cannot run the
  * problem: a peer whose library cannot be loaded, or rejects the configuration when
@@ -141,6 +142,9 @@ double io_qo_bytes(const problem_t *p);               /* q read, out written: q_
  * (each stream's decoded positions) and an 8-bit cache's scales (io_scale_bytes), read
  * once. */
 double io_table_bytes(const problem_t *p);
+/* Select-Attention's selected step over a fraction `kept` of every stream's keys: their K
+ * and V at the cache's width, their positions (4 bytes each), q and out, the tables. */
+double io_selected_bytes(const problem_t *p, double kept);
 double io_scale_bytes(const problem_t *p);           /* 2 floats, or 2 per kv head; 0 unquantised */
 /* --step append's own traffic: the packed QKV read and the K/V of the current position
  * written at the cache's width (the rotated q it hands to attention stays in L2); 0 for

@@ -28,6 +28,9 @@ struct share_params {
     float *logits;
     float2 *stats;
     float *partials;
+    /* NULL, or the keys of each stream's selected step: index[s * keys + i] for i below
+     * counts[s] (select-attend); the logits are stored at i */
+    const int *index, *counts;
     int streams, heads, group, batches, keys, d, essential, splits, chunk, lpr, vectors;
     float scale;
 };
@@ -68,6 +71,13 @@ __device__ __forceinline__ void ml_combine(float &m, float &l, float m2, float l
     if (M == -INFINITY) return;
     l = l * expf(m - M) + l2 * expf(m2 - M);
     m = M;
+}
+
+/* The keys stream s attends to, and the position of its i-th. */
+__device__ __forceinline__ int share_keys_of(const share_params &P, int s) { return P.index ? P.counts[s] : P.keys; }
+__device__ __forceinline__ int share_key_pos(const share_params &P, int s, int i)
+{
+    return P.index ? P.index[(int64_t)s * P.keys + i] : i;
 }
 
 __device__ __forceinline__ int rk_of(const share_params &P, int head) { return P.rank[head]; }
@@ -112,13 +122,13 @@ __global__ void __launch_bounds__(SHARE_THREADS) share_logits_kernel(const share
     for (int t = 0; t < SHARE_HEADS; ++t) m[t] = -INFINITY, l[t] = 0.0f;
 
     const T *kv = static_cast<const T *>(P.kv);
-    const int k0 = split * P.chunk, k1 = min(P.keys, k0 + P.chunk);
+    const int k0 = split * P.chunk, k1 = min(share_keys_of(P, s), k0 + P.chunk);
 #pragma unroll 2
     for (int base = k0; base < k1; base += WARPS * rpw) {
         const int key = base + warp * rpw + row;
         const bool valid = key < k1;
         float v[CPL * VEC];
-        load_vectors<T, CPL>(kv, valid ? row_offset(P, s, 0, j, key) : 0, valid, sub, lpr, P.vectors, v);
+        load_vectors<T, CPL>(kv, valid ? row_offset(P, s, 0, j, share_key_pos(P, s, key)) : 0, valid, sub, lpr, P.vectors, v);
 #pragma unroll
         for (int t = 0; t < SHARE_HEADS; ++t) {
             if (!((mask >> t) & 1)) continue;   /* uniform over the CTA */
@@ -187,13 +197,13 @@ __global__ void __launch_bounds__(SHARE_THREADS) share_values_kernel(const share
         for (int e = 0; e < CPL * VEC; ++e) acc[t][e] = 0.0f;
 
     const T *kv = static_cast<const T *>(P.kv);
-    const int k0 = split * P.chunk, k1 = min(P.keys, k0 + P.chunk);
+    const int k0 = split * P.chunk, k1 = min(share_keys_of(P, s), k0 + P.chunk);
 #pragma unroll 2
     for (int base = k0; base < k1; base += WARPS * rpw) {
         const int key = base + warp * rpw + row;
         const bool valid = key < k1;
         float v[CPL * VEC];
-        load_vectors<T, CPL>(kv, valid ? row_offset(P, s, 1, j, key) : 0, valid, sub, lpr, P.vectors, v);
+        load_vectors<T, CPL>(kv, valid ? row_offset(P, s, 1, j, share_key_pos(P, s, key)) : 0, valid, sub, lpr, P.vectors, v);
 #pragma unroll
         for (int t = 0; t < SHARE_HEADS; ++t) {
             if (t >= nh) continue;
@@ -279,6 +289,7 @@ share_params share_params_make(const attn_args_t *a, const int *map, int essenti
     P.logits = (float *)((char *)a->workspace + ws.logits);
     P.stats = (float2 *)((char *)a->workspace + ws.stats);
     P.partials = (float *)((char *)a->workspace + ws.partials);
+    P.index = P.counts = NULL;
     P.streams = problem_streams(p);
     P.heads = p->heads;
     P.group = problem_group(p);

@@ -186,8 +186,13 @@ static double row_logits(const ref_source_t *src, source_mode_t mode, int query,
     load_query(src, query, q_head, q);
     /* an 8-bit cache's scale (dequantise), for the rows read in place */
     const double k_scale = src->geom.kv_quant ? kv_quant_scale(&src->geom, 0, k_head) : 1.0;
+    const unsigned char *kept = src->key_mask ? src->key_mask + (size_t)stream * problem_keys(p) : NULL;
     double max_logit = -INFINITY;
     for (int pos = 0; pos < L; ++pos) {
+        if (kept && !kept[pos]) { /* left out of the selected step's keys: weight 0 */
+            logit[pos] = -INFINITY;
+            continue;
+        }
         const float *in_place = ctx_kv_row(src, mode, stream, 0, k_head, pos);
         if (in_place) {
             logit[pos] = scale * (k_scale * dot_float(q, in_place, d));
@@ -242,6 +247,7 @@ void reference_row(const ref_source_t *src, int query, int head, double *out)
     double denom = 0.0;
     for (int pos = 0; pos < L; ++pos) {
         double w = exp(logit[pos] - max_logit);
+        if (w == 0.0 && logit[pos] == -INFINITY) continue;
         denom += w;
         const float *in_place = ctx_kv_row(src, mode, stream, 1, v_head, pos);
         if (in_place) {

@@ -32,6 +32,9 @@ typedef struct ref_source {
     /* Share-Attention (problem/share_map.h), or NULL for exact attention: [h], the head
      * whose query and K (its kv head's) give head i its weights; V stays head i's own. */
     const int *share_to;
+    /* Select-Attention's selected step, or NULL for every key: [streams][keys of the
+     * problem], 1 where the stream attends to the key (the filter step's top-p set). */
+    const unsigned char *key_mask;
 } ref_source_t;
 
 /* Writes the context K then V of one request and kv head as the cache holds them
@@ -43,7 +46,8 @@ void reference_ctx_fill(const ref_source_t *src, int request, int kv_head, float
 /* Standard attention of one (query token, query head): query = stream * q_len + j (with
  * q_len 1, the stream), attending to the first problem_keys_of_token(p, j) keys of its
  * stream (causal among the stream's q_len query tokens). Double accumulation, softmax with
- * max subtraction, scale = problem_scale(p), kv head = head / (h/g). With share_to set,
+ * max subtraction, scale = problem_scale(p), kv head = head / (h/g). With key_mask set, only
+ * the keys it marks for the stream, the others weigh 0. With share_to set,
  * the weights are those of head share_to[head] (its query, its kv head's K), applied to
  * this head's V. With no buffers
  * set, K/V come straight from the logical definition (kv_fill.h kv_stored) read through

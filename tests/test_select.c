@@ -15,6 +15,8 @@
 
 #include "../harness/layouts.h"
 #include "../harness/select_check.h"
+#include "../kernels/registry.h"
+#include "../problem/kv_fill.h"
 #include "../problem/top_p.h"
 #include "../reference/select.h"
 #include "test_problem.h"
@@ -188,28 +190,56 @@ static void test_filter_scores(void **state)
     assert_true(kept[1] < kept[0] / 4);
 }
 
-/* The sets a stand-in kernel's selection hook hands back to select_check. */
-static unsigned char *handed;
-static long handed_bytes;
-static cudaError_t hand_back(const attn_args_t *a, unsigned char *chosen)
+/* The selected step's reference (key_mask): every key marked is attention itself; one
+ * key marked gives that key's V row; two keys give their two rows in the ratio of their
+ * weights. */
+static void test_key_mask(void **state)
 {
-    (void)a;
-    memcpy(chosen, handed, (size_t)handed_bytes);
-    return cudaSuccess;
+    (void)state;
+    problem_t p = test_problem(1, 2, 4, 2, 16, 50, 3);
+    char msg[256];
+    assert_int_equal(problem_validate(&p, msg, sizeof msg), 0);
+    const int keys = problem_keys(&p), d = p.head_dim;
+    ref_source_t src;
+    memset(&src, 0, sizeof src);
+    src.p = &p;
+    src.geom = kv_geometry_make(&p, LAYOUT_CONTIGUOUS);
+    src.seed = 9;
+    unsigned char *mask = calloc((size_t)problem_streams(&p) * keys, 1);
+    assert_non_null(mask);
+    double exact[16], got[16], prob[64];
+    reference_row(&src, 1, 3, exact);
+    memset(mask, 1, (size_t)problem_streams(&p) * keys);
+    src.key_mask = mask;
+    reference_row(&src, 1, 3, got);
+    for (int x = 0; x < d; ++x) assert_true(got[x] == exact[x]);
+    memset(mask, 0, (size_t)problem_streams(&p) * keys);
+    mask[keys + 5] = 1; /* stream 1, key 5 */
+    reference_row(&src, 1, 3, got);
+    const int kv = 3 / problem_group(&p);
+    for (int x = 0; x < d; ++x) assert_true(fabs(got[x] - kv_stored(&src.geom, src.seed, 1, 1, kv, 5, x)) < 1e-15);
+    mask[keys + 51] = 1; /* and a decoded key */
+    reference_row(&src, 1, 3, got);
+    src.key_mask = NULL;
+    assert_int_equal(reference_probs(&src, 1, 3, prob), keys);
+    const double w5 = prob[5] / (prob[5] + prob[51]), w51 = prob[51] / (prob[5] + prob[51]);
+    for (int x = 0; x < d; ++x)
+        assert_true(fabs(got[x] - (w5 * kv_stored(&src.geom, src.seed, 1, 1, kv, 5, x) +
+                                   w51 * kv_stored(&src.geom, src.seed, 1, 1, kv, 51, x))) < 1e-12);
+    free(mask);
 }
 
-static void check_row(const attn_kernel_t *k, const attn_args_t *a, const ref_source_t *src, result_row_t *row)
+static void check_row(const ref_source_t *src, const unsigned char *chosen, result_row_t *row)
 {
     result_row_init(row);
-    snprintf(row->kernel, sizeof row->kernel, "%s", k->name);
+    snprintf(row->kernel, sizeof row->kernel, "select-filter");
     snprintf(row->status, sizeof row->status, "ok");
     snprintf(row->verified, sizeof row->verified, "yes");
-    assert_int_equal(select_check(k, a, src, 3, 10.0, row), cudaSuccess);
+    assert_int_equal(select_check(src, chosen, 3, 10.0, row), 0);
 }
 
-/* select_check passes the reference's own sets and records the fraction kept; one
- * stream's set with a hole at its top, or sets never written (zeros), make the row a
- * mismatch. */
+/* select_check passes the reference's own sets, and select_kept counts them; one stream's
+ * set with a hole at its top, or sets never written (zeros), make the row a mismatch. */
 static void test_select_check(void **state)
 {
     (void)state;
@@ -223,44 +253,39 @@ static void test_select_check(void **state)
     src.p = &p;
     src.geom = kv_geometry_make(&p, LAYOUT_CONTIGUOUS);
     src.seed = 11;
-    attn_args_t a;
-    memset(&a, 0, sizeof a);
-    a.problem = p;
-    attn_kernel_t k;
-    memset(&k, 0, sizeof k);
-    k.name = "select-filter";
-    k.selection = hand_back;
-
     const int streams = problem_streams(&p), keys = problem_keys(&p);
-    handed_bytes = (long)streams * keys;
-    handed = malloc((size_t)handed_bytes);
+    unsigned char *chosen = malloc((size_t)streams * keys);
     double *scores = malloc((size_t)keys * sizeof *scores);
-    assert_non_null(handed);
+    assert_non_null(chosen);
     assert_non_null(scores);
     long kept = 0, top = 0;
     for (int s = 0; s < streams; ++s) {
         assert_int_equal(reference_select_scores(&src, s, scores), keys);
-        kept += reference_top_p(scores, keys, p.top_p, handed + (size_t)s * keys);
+        kept += reference_top_p(scores, keys, p.top_p, chosen + (size_t)s * keys);
         if (s == streams - 1)
             for (int i = 0; i < keys; ++i) top = scores[i] > scores[top] ? i : top;
     }
     result_row_t row;
-    check_row(&k, &a, &src, &row);
+    check_row(&src, chosen, &row);
     assert_string_equal(row.status, "ok");
     assert_string_equal(row.verified, "yes");
-    assert_true(fabs(row.kept - (double)kept / handed_bytes) < 1e-12);
-    assert_true(row.kept > 0.0 && row.kept < 0.5);
+    assert_true(fabs(select_kept(&p, chosen) - (double)kept / ((double)streams * keys)) < 1e-12);
+    assert_true(select_kept(&p, chosen) > 0.0 && select_kept(&p, chosen) < 0.5);
+    /* the selected step's bytes: the kept keys' K and V and positions, q and out */
+    const double k = select_kept(&p, chosen);
+    assert_true(fabs(io_selected_bytes(&p, k) - (io_kv_bytes_stored(&p) * k + (double)streams * keys * k * 4 +
+                                                 io_qo_bytes(&p) + io_table_bytes(&p))) < 1e-6);
 
-    handed[(size_t)(streams - 1) * keys + top] = 0; /* the last stream's best key left out */
-    check_row(&k, &a, &src, &row);
+    chosen[(size_t)(streams - 1) * keys + top] = 0; /* the last stream's best key left out */
+    check_row(&src, chosen, &row);
     assert_string_equal(row.status, "mismatch");
     assert_string_equal(row.verified, "no");
 
-    memset(handed, 0, (size_t)handed_bytes);
-    check_row(&k, &a, &src, &row);
+    memset(chosen, 0, (size_t)streams * keys);
+    check_row(&src, chosen, &row);
     assert_string_equal(row.status, "mismatch");
-    assert_true(row.kept == 0.0);
-    free(handed);
+    assert_true(select_kept(&p, chosen) == 0.0);
+    free(chosen);
     free(scores);
 }
 
@@ -272,6 +297,7 @@ int main(void)
         cmocka_unit_test(test_judge),
         cmocka_unit_test(test_filter_scores),
         cmocka_unit_test(test_select_check),
+        cmocka_unit_test(test_key_mask),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

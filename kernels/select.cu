@@ -17,7 +17,7 @@
 #include "share_body.cuh"
 #include "../problem/top_p.h"
 
-extern "C" const attn_kernel_t kernel_select_filter;
+extern "C" const attn_kernel_t kernel_select_filter, kernel_select_attend;
 
 #define SELECT_THREADS 1024
 
@@ -131,20 +131,54 @@ __global__ void __launch_bounds__(SELECT_THREADS) select_top_p_kernel(const sele
     if (threadIdx.x == 0) P.kept[s] = (int)kept;
 }
 
+/* Each stream's kept keys in order, from its mask: index[s * keys + i] for i below
+ * counts[s]. One CTA per stream; each thread takes a contiguous run of keys, and a scan
+ * of the threads' counts places its run. */
+__global__ void __launch_bounds__(SELECT_THREADS) select_compact_kernel(const unsigned char *mask, int keys,
+                                                                        int *index, int *counts)
+{
+    __shared__ int sums[SELECT_THREADS];
+    const int s = blockIdx.x, t = threadIdx.x;
+    const int per = (keys + SELECT_THREADS - 1) / SELECT_THREADS, lo = min(keys, t * per), hi = min(keys, lo + per);
+    const unsigned char *m = mask + (int64_t)s * keys;
+    int own = 0;
+    for (int i = lo; i < hi; ++i) own += m[i];
+    sums[t] = own;
+    __syncthreads();
+    for (int off = 1; off < SELECT_THREADS; off *= 2) {
+        const int v = t >= off ? sums[t - off] : 0;
+        __syncthreads();
+        sums[t] += v;
+        __syncthreads();
+    }
+    int at = sums[t] - own;
+    for (int i = lo; i < hi; ++i)
+        if (m[i]) index[(int64_t)s * keys + at++] = i;
+    if (t == SELECT_THREADS - 1) counts[s] = sums[t];
+}
+
+/* The selected step's state: share's map (every head essential; first, as share_state
+ * has it), the filter step's keys compacted per stream, and the split of the longest list. */
+struct attend_state {
+    int *map;
+    int *index, *counts;
+    int splits, chunk;
+};
+
 } // namespace
 
-static const char *select_filter_unsupported(const problem_t *p)
+static const char *select_unsupported(const problem_t *p)
 {
-    if (p->kv_quant != KV_QUANT_NONE) return "select-filter reads a cache in --dtype only, not an 8-bit KV cache";
-    if (p->tp > 1) return "select-filter runs on one GPU (no --tp)";
-    if (problem_ragged(p)) return "select-filter takes one context length for every request (no --ctx-dist)";
-    if (p->q_len > 1) return "select-filter ranks the keys of one query token per stream (no --q-len > 1)";
+    if (p->kv_quant != KV_QUANT_NONE) return "Select-Attention's steps read a cache in --dtype only, not an 8-bit KV cache";
+    if (p->tp > 1) return "Select-Attention's steps run on one GPU (no --tp)";
+    if (problem_ragged(p)) return "Select-Attention's steps take one context length for every request (no --ctx-dist)";
+    if (p->q_len > 1) return "Select-Attention's steps rank the keys of one query token per stream (no --q-len > 1)";
     if (problem_streams(p) > 65535 || (long)p->kv_heads * share_batches(problem_group(p)) > 65535)
-        return "select-filter launches a CTA row per stream and per (kv head, 4 heads): at most 65535 of each";
+        return "Select-Attention's steps launch a CTA row per stream and per (kv head, 4 heads): at most 65535 of each";
     return NULL;
 }
 
-static size_t select_filter_workspace_bytes(const problem_t *p, const attn_plan_t *plan)
+static size_t select_workspace_bytes(const problem_t *p, const attn_plan_t *plan)
 {
     return select_ws(p, plan).bytes;
 }
@@ -184,12 +218,11 @@ static select_params select_params_make(const attn_args_t *a, const share_params
 /* share's map with every head essential, its own */
 static cudaError_t select_filter_setup(attn_args_t *a) { return share_setup_map(a, true); }
 
-static cudaError_t select_filter_launch(attn_args_t *a, cudaStream_t stream)
+/* The filter step on the device map `map` (every head essential). */
+static cudaError_t filter_launch(const attn_args_t *a, const int *map, cudaStream_t stream)
 {
     const problem_t *p = &a->problem;
-    const share_state *st = (const share_state *)a->state;
-    if (!st || !a->workspace) return cudaErrorInvalidValue;
-    const share_params S = share_params_make(a, st->map, p->heads);
+    const share_params S = share_params_make(a, map, p->heads);
     cudaError_t e = share_launch_body(S, p->dtype, stream);
     if (e != cudaSuccess) return e;
     const select_params P = select_params_make(a, S);
@@ -199,8 +232,15 @@ static cudaError_t select_filter_launch(attn_args_t *a, cudaStream_t stream)
     return cudaGetLastError();
 }
 
-/* The last launch's mask [streams][keys] into chosen (host). */
-static cudaError_t select_filter_selection(const attn_args_t *a, unsigned char *chosen)
+static cudaError_t select_filter_launch(attn_args_t *a, cudaStream_t stream)
+{
+    const share_state *st = (const share_state *)a->state;
+    if (!st || !a->workspace) return cudaErrorInvalidValue;
+    return filter_launch(a, st->map, stream);
+}
+
+/* The last filter step's mask [streams][keys] into chosen (host). */
+static cudaError_t select_selection(const attn_args_t *a, unsigned char *chosen)
 {
     const problem_t *p = &a->problem;
     const select_ws_t ws = select_ws(p, &a->plan);
@@ -214,10 +254,10 @@ extern "C" const attn_kernel_t kernel_select_filter = {
     "head-averaged weight, and the top-p set of keys per stream by radix select on their mass (--top-p)",
     "contiguous and paged caches; MHA, GQA, MQA; indirection; fp16, bf16, fp32; head_dim multiple of 8 "
     "up to 256; split-KV; one query token; no 8-bit KV cache, no --tp, no --ctx-dist",
-    select_filter_unsupported,
+    select_unsupported,
     share_layout,
     share_plan,
-    select_filter_workspace_bytes,
+    select_workspace_bytes,
     share_private_bytes,
     select_filter_io,
     select_filter_setup,
@@ -226,5 +266,105 @@ extern "C" const attn_kernel_t kernel_select_filter = {
     NULL, /* not a peer */
     0,    /* does not run --step append */
     ATTN_EXACT,
-    select_filter_selection,
+    select_selection,
+};
+
+/* The selected step: the filter step once, outside timing, on the launch's inputs (the
+ * filter layer's keys stand for the later layer's), its sets compacted into per-stream
+ * lists, and the split of the longest list over the plan's slots. */
+static cudaError_t select_attend_setup(attn_args_t *a)
+{
+    const problem_t *p = &a->problem;
+    if (!a->workspace) return cudaErrorInvalidValue;
+    cudaError_t e = share_setup_map(a, true);
+    if (e != cudaSuccess) return e;
+    share_state *sh = (share_state *)a->state;
+    attend_state *st = (attend_state *)calloc(1, sizeof *st);
+    if (!st) {
+        share_teardown(a);
+        return cudaErrorMemoryAllocation;
+    }
+    st->map = sh->map;
+    free(sh);
+    a->state = st;
+    const int streams = problem_streams(p), keys = problem_keys(p);
+    const select_ws_t ws = select_ws(p, &a->plan);
+    e = cudaMalloc((void **)&st->index, (size_t)streams * keys * sizeof(int));
+    if (e == cudaSuccess) e = cudaMalloc((void **)&st->counts, (size_t)streams * sizeof(int));
+    if (e == cudaSuccess) e = filter_launch(a, st->map, 0);
+    if (e == cudaSuccess)
+        select_compact_kernel<<<(unsigned)streams, SELECT_THREADS>>>((const unsigned char *)a->workspace + ws.mask,
+                                                                     keys, st->index, st->counts);
+    int *counts = (int *)malloc((size_t)streams * sizeof(int));
+    if (e == cudaSuccess && !counts) e = cudaErrorMemoryAllocation;
+    if (e == cudaSuccess) e = cudaMemcpy(counts, st->counts, (size_t)streams * sizeof(int), cudaMemcpyDeviceToHost);
+    int most = 1;
+    for (int s = 0; e == cudaSuccess && s < streams; ++s) most = counts[s] > most ? counts[s] : most;
+    free(counts);
+    /* the longest list in as many splits of SHARE_TILE keys as the plan has slots for */
+    const int tiles = (most + SHARE_TILE - 1) / SHARE_TILE;
+    st->splits = tiles < a->plan.split.splits ? tiles : a->plan.split.splits;
+    st->chunk = (most + st->splits - 1) / st->splits;
+    return e;
+}
+
+static void select_attend_teardown(attn_args_t *a)
+{
+    attend_state *st = (attend_state *)a->state;
+    if (!st) return;
+    cudaFree(st->map);
+    cudaFree(st->index);
+    cudaFree(st->counts);
+    free(st);
+    a->state = NULL;
+}
+
+static cudaError_t select_attend_launch(attn_args_t *a, cudaStream_t stream)
+{
+    const problem_t *p = &a->problem;
+    const attend_state *st = (const attend_state *)a->state;
+    if (!st || !a->workspace) return cudaErrorInvalidValue;
+    share_params S = share_params_make(a, st->map, p->heads);
+    S.index = st->index;
+    S.counts = st->counts;
+    S.splits = st->splits;
+    S.chunk = st->chunk;
+    return share_launch_body(S, p->dtype, stream);
+}
+
+/* share's map, and the per-stream lists of keys with their counts. */
+static size_t select_attend_private_bytes(const problem_t *p, const attn_plan_t *plan)
+{
+    const size_t lists = ((size_t)problem_streams(p) * problem_keys(p) + problem_streams(p)) * sizeof(int);
+    return share_private_bytes(p, plan) + (lists + ((size_t)2 << 20) - 1) / ((size_t)2 << 20) * ((size_t)2 << 20);
+}
+
+/* The model's bytes before the sets are known: the harness replaces them with the kept
+ * keys' (io_selected_bytes) once the setup's filter step has chosen them. */
+static attn_io_t select_attend_io(const problem_t *p, const attn_plan_t *plan)
+{
+    attn_io_t io = select_filter_io(p, plan);
+    io.bytes = io.unique_bytes = io_selected_bytes(p, 1.0);
+    return io;
+}
+
+extern "C" const attn_kernel_t kernel_select_attend = {
+    "select-attend",
+    "Select-Attention's selected step: attention of every head over the keys the filter step chose "
+    "for its stream (--top-p; the filter runs once, outside timing), gathered from the cache",
+    "contiguous and paged caches; MHA, GQA, MQA; indirection; fp16, bf16, fp32; head_dim multiple of 8 "
+    "up to 256; split-KV; one query token; no 8-bit KV cache, no --tp, no --ctx-dist",
+    select_unsupported,
+    share_layout,
+    share_plan,
+    select_workspace_bytes,
+    select_attend_private_bytes,
+    select_attend_io,
+    select_attend_setup,
+    select_attend_launch,
+    select_attend_teardown,
+    NULL, /* not a peer */
+    0,    /* does not run --step append */
+    ATTN_APPROX_SELECT,
+    select_selection,
 };
