@@ -26,7 +26,7 @@ enum opt_id {
     OPT_PAPER, OPT_FORMAT, OPT_THRESHOLD, OPT_CHANGES, OPT_HELP,
     OPT_NO_VERIFY, OPT_VERIFY_TIME, OPT_MAX_NOISE, OPT_MAX_TIME, OPT_DRY_RUN, OPT_SHARD,
     OPT_DEVICES, OPT_KV_DTYPE, OPT_KV_SCALE, OPT_VS_PEERS, OPT_STEP, OPT_ROPE, OPT_ROPE_BASE,
-    OPT_ROPE_SCALE, OPT_CTX_DIST, OPT_Q_LEN, OPT_SCORES, OPT_SINK_LOGIT, OPT_HEAVY_LOGIT, OPT_RECENT_LOGIT, OPT_TOP_P,
+    OPT_ROPE_SCALE, OPT_CTX_DIST, OPT_Q_LEN, OPT_SCORES, OPT_SINK_LOGIT, OPT_HEAVY_LOGIT, OPT_RECENT_LOGIT, OPT_TOP_P, OPT_SELECT_TOTAL, OPT_FILTER_LAYER,
     OPT_SHARE_FRACTION, OPT_SHARE_MAP, OPT_SHARE_LAYER,
 };
 
@@ -113,6 +113,8 @@ static const opt_def_t opt_defs[] = {
     {"agg", required_argument, OPT_AGG, 0, IN(CMD_TABLE), 0},
     {"where", required_argument, OPT_WHERE, 0, IN(CMD_TABLE), 0},
     {"paper", required_argument, OPT_PAPER, 0, IN(CMD_TABLE), 0},
+    {"select-total", no_argument, OPT_SELECT_TOTAL, 0, IN(CMD_TABLE), 0},
+    {"filter-layer", required_argument, OPT_FILTER_LAYER, 0, IN(CMD_TABLE), 0},
     {"format", required_argument, OPT_FORMAT, 0, IN(CMD_TABLE), 0},
     {"vs-peers", no_argument, OPT_VS_PEERS, 0, IN(CMD_TABLE), 0},
     {"threshold", required_argument, OPT_THRESHOLD, 0, IN(CMD_COMPARE), 0},
@@ -429,6 +431,8 @@ static int apply_table_option(const opt_def_t *d, const char *arg, options_t *o,
         if (parse_choice("--paper", arg, papers, 3, &i, msg, len)) return -1;
         t->paper = 6 + i;
         return 0;
+    case OPT_SELECT_TOTAL: t->select_total = 1; return 0;
+    case OPT_FILTER_LAYER: return parse_int("--filter-layer", arg, 1, INT_MAX, &t->filter_layer, msg, len);
     case OPT_WHERE:
         if (t->nwhere == TABLE_MAX_WHERE) FAIL("--where: at most %d filters", TABLE_MAX_WHERE);
         if (table_where_parse(arg, &t->where[t->nwhere], msg, len)) return -1;
@@ -764,8 +768,10 @@ int options_parse(int argc, char **argv, command_t cmd, options_t *o, char *msg,
     if (cmd == CMD_MERGE) return 0;
     if (cmd == CMD_TABLE) {
         if (!o->n_inputs) FAIL("--in FILE.csv is required (see --help)");
-        if (!o->table.paper && (!o->table.rows || !o->table.cols))
-            FAIL("give --rows and --cols, or --paper 6|7|8");
+        if (o->table.select_total && (o->table.paper || o->table.rows || o->table.cols || o->table.vs_peers))
+            FAIL("--select-total is a table of its own: not with --paper, --rows, --cols or --vs-peers");
+        if (!o->table.select_total && !o->table.paper && (!o->table.rows || !o->table.cols))
+            FAIL("give --rows and --cols, or --paper 6|7|8, or --select-total");
         if (o->table.paper && o->table.vs_peers)
             FAIL("--vs-peers takes a pivot (--rows, --cols), not --paper");
         return 0;

@@ -136,6 +136,10 @@ tables_step() {
         record "$bin table --in $out/paper$n.csv --paper $n --format md > $out/paper$n.md"
         "$bin" table --in "$out/paper$n.csv" --paper $n --format md > "$out/paper$n.md" || rc=1
     done
+    if [ -f "$out/share.csv" ]; then
+        record "$bin table --in $out/share.csv --select-total --format md > $out/select-total.md"
+        "$bin" table --in "$out/share.csv" --select-total --format md > "$out/select-total.md" || rc=1
+    fi
     record "make plots   # plots/$gpu/*.png from $out/*.csv (gnuplot; no GPU needed)"
     echo "# tables written" > "$out/tables.log"
     finish tables $rc

@@ -301,7 +301,7 @@ void csv_row_key(const result_row_t *r, char *buf, size_t len)
     /* the inputs' scores and an approximation's settings, where the args name them */
     char approx[400] = "";
     static const char *const approx_opts[] = {"--scores", "--sink-logit", "--heavy-logit", "--recent-logit",
-                                              "--share-fraction", "--share-map", "--share-layer"};
+                                              "--share-fraction", "--share-map", "--share-layer", "--top-p"};
     for (size_t i = 0; i < sizeof approx_opts / sizeof approx_opts[0]; ++i) {
         char v[300];
         size_t n = strlen(approx);

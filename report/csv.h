@@ -113,7 +113,7 @@ int csv_append(csv_table_t *dst, const csv_table_t *src, char *msg, size_t len);
  * tensor); a cache in the dtype adds nothing, so keys of earlier rows stay theirs.
  * --step append adds its RoPE settings (csv_row_step); attend, the default, nothing;
  * q_len above 1 adds its count, and 1 nothing. So do --scores peaked and its logits,
- * --share-fraction, --share-map and --share-layer where the args hold them. */
+ * --share-fraction, --share-map, --share-layer and --top-p where the args hold them. */
 void csv_row_key(const result_row_t *r, char *buf, size_t len);
 /* The row's KV storage: its kv_dtype, else (a row of a file written before that column)
  * the --kv-dtype of its args, else its dtype. */

@@ -127,6 +127,7 @@ void table_opts_init(table_opts_t *o)
     o->value = "median_us";
     o->format = TABLE_MD;
     o->agg = TABLE_AGG_MIN;
+    o->filter_layer = 15;
 }
 
 int table_where_parse(const char *s, table_where_t *w, char *msg, size_t len)
@@ -956,6 +957,7 @@ int table_render(FILE *out, const csv_table_t *t, const table_opts_t *o, char *m
         snprintf(msg, len, "--vs-peers takes a pivot (--rows, --cols), not --paper");
         return -1;
     }
+    if (o->select_total) return select_total_render(out, t, o->filter_layer, o->format, msg, len);
     if (o->paper != 0)
         return table_paper(out, t, o, msg, len);
     return table_pivot(out, t, o, msg, len);

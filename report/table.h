@@ -47,6 +47,10 @@ typedef struct table_opts {
     int vs_peers;
     const char *const *peers;
     int npeers;
+    /* --select-total: Select-Attention's per-token attention over a model's layers
+     * (select_total_render), the filter step at layer filter_layer (--filter-layer). */
+    int select_total;
+    int filter_layer;
 } table_opts_t;
 
 /* Defaults: generic, value median_us, Markdown, min. */
@@ -58,6 +62,15 @@ int table_where_parse(const char *s, table_where_t *w, char *msg, size_t len);
  * column, missing axis, bad --paper, rows of several GPUs in a paper table, kernel in
  * --rows or --paper with --vs-peers). */
 int table_render(FILE *out, const csv_table_t *t, const table_opts_t *o, char *msg, size_t len);
+
+/* Select-Attention's per-token attention time: for each configuration (every column but
+ * the kernel and --top-p) with ok rows of fused and, at one --top-p, of select-filter and
+ * select-attend, a line with the kept fraction, the full model's time (layers x fused),
+ * Select-Attention's ((filter_layer - 1) x fused + select-filter + (layers -
+ * filter_layer) x select-attend) in ms, and their ratio. Returns 0, or -1 with one line
+ * in msg (no such configuration, a model with fewer layers than filter_layer). */
+int select_total_render(FILE *out, const csv_table_t *t, int filter_layer, table_format_t format, char *msg,
+                        size_t len);
 
 #ifdef __cplusplus
 }

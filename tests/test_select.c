@@ -10,12 +10,15 @@
 #include <cmocka.h>
 
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "../harness/layouts.h"
 #include "../harness/select_check.h"
 #include "../kernels/registry.h"
+#include "../report/table.h"
 #include "../problem/kv_fill.h"
 #include "../problem/top_p.h"
 #include "../reference/select.h"
@@ -289,6 +292,82 @@ static void test_select_check(void **state)
     free(scores);
 }
 
+/* Rows at another --top-p are other rows (sweep --resume, compare): the key holds it. */
+static void test_row_key_holds_top_p(void **state)
+{
+    (void)state;
+    result_row_t a, b;
+    result_row_init(&a);
+    snprintf(a.kernel, sizeof a.kernel, "select-attend");
+    b = a;
+    snprintf(a.args, sizeof a.args, "--kernel select-attend --top-p 0.9");
+    snprintf(b.args, sizeof b.args, "--kernel select-attend --top-p 0.95");
+    char ka[1024], kb[1024];
+    csv_row_key(&a, ka, sizeof ka);
+    csv_row_key(&b, kb, sizeof kb);
+    assert_string_not_equal(ka, kb);
+    snprintf(b.args, sizeof b.args, "--kernel select-attend --top-p 0.9");
+    csv_row_key(&b, kb, sizeof kb);
+    assert_string_equal(ka, kb);
+}
+
+static void put_row(FILE *f, const char *kernel, const char *args, double us, double kept)
+{
+    result_row_t r;
+    result_row_init(&r);
+    snprintf(r.gpu, sizeof r.gpu, "h100");
+    snprintf(r.kernel, sizeof r.kernel, "%s", kernel);
+    snprintf(r.model, sizeof r.model, "7b");
+    snprintf(r.args, sizeof r.args, "%s", args);
+    snprintf(r.dtype, sizeof r.dtype, "fp16");
+    snprintf(r.cache, sizeof r.cache, "contiguous");
+    snprintf(r.status, sizeof r.status, "ok");
+    snprintf(r.verified, sizeof r.verified, "yes");
+    r.layers = 32, r.batch = 1, r.beam = 1, r.heads = 32, r.kv_heads = 32, r.head_dim = 128;
+    r.ctx = 8192, r.gen = 128, r.iters = 20;
+    r.median_us = r.p10_us = r.p90_us = r.min_us = r.max_us = us;
+    r.kept = kept;
+    assert_int_equal(csv_write_row_cols(f, &r, csv_column_count), 0);
+}
+
+/* table --select-total: layers before the filter layer at fused's time, the filter step,
+ * the layers after it at the selected step's; configurations without both steps at a p
+ * give no line; a filter layer beyond the model's layers is refused. */
+static void test_select_total(void **state)
+{
+    (void)state;
+    char path[] = "/tmp/attnbench_select_total.XXXXXX";
+    const int fd = mkstemp(path);
+    assert_true(fd >= 0);
+    FILE *f = fdopen(fd, "w");
+    assert_non_null(f);
+    assert_int_equal(csv_write_header(f), 0);
+    put_row(f, "fused", "--kernel fused", 100.0, NAN);
+    put_row(f, "select-filter", "--kernel select-filter --top-p 0.9", 120.0, 0.05);
+    put_row(f, "select-attend", "--kernel select-attend --top-p 0.9", 10.0, 0.05);
+    put_row(f, "select-attend", "--kernel select-attend --top-p 0.95", 12.0, 0.08);
+    fclose(f);
+    csv_table_t t;
+    char msg[256];
+    if (csv_read(path, &t, msg, sizeof msg) != 0) fail_msg("%s", msg);
+    char *text = NULL;
+    size_t size = 0;
+    FILE *out = open_memstream(&text, &size);
+    assert_int_equal(select_total_render(out, &t, 15, TABLE_MD, msg, sizeof msg), 0);
+    fclose(out);
+    /* full 32 x 100 us; select (14 x 100 + 120 + 17 x 10) us */
+    assert_non_null(strstr(text, "| h100 | 7b | 1 | 1 | 8192 | 0.9 | 5.0% | 3.200 | 1.690 | 0.53 |"));
+    assert_null(strstr(text, "| 0.95 |"));
+    free(text);
+    out = open_memstream(&text, &size);
+    assert_int_equal(select_total_render(out, &t, 33, TABLE_MD, msg, sizeof msg), -1);
+    fclose(out);
+    assert_non_null(strstr(msg, "fewer than --filter-layer 33"));
+    free(text);
+    csv_free(&t);
+    unlink(path);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -298,6 +377,8 @@ int main(void)
         cmocka_unit_test(test_filter_scores),
         cmocka_unit_test(test_select_check),
         cmocka_unit_test(test_key_mask),
+        cmocka_unit_test(test_row_key_holds_top_p),
+        cmocka_unit_test(test_select_total),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
