@@ -159,11 +159,11 @@ FUZZ_TIME ?= 60
 FUZZ_INPUT_TIMEOUT ?= 10
 FUZZ_FLAGS := -std=c11 -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all \
               -D_POSIX_C_SOURCE=200809L -I$(CUDA_HOME)/include -DATTNBENCH_SUITE_DIR=\"$(CURDIR)/bench/suites\"
-FUZZ_CSV_SRC := tests/fuzz/fuzz_csv.c report/csv.c report/compare.c report/table.c report/merge.c \
+FUZZ_CSV_SRC := tests/fuzz/fuzz_csv.c report/csv.c report/compare.c report/table.c report/select_total.c report/merge.c \
                 problem/presets.c problem/problem.c problem/ctx_dist.c problem/share_map.c bench/out_csv.c
 FUZZ_OPT_SRC := tests/fuzz/fuzz_options.c bench/options.c bench/suite.c bench/usage.c harness/grid.c \
                 problem/problem.c problem/ctx_dist.c problem/presets.c problem/share_map.c report/table.c \
-                report/csv.c \
+                report/select_total.c report/csv.c \
                 kernels/registry.c tests/fuzz/kernels_stub.c
 $(BUILD)/fuzz/fuzz_csv: $(FUZZ_CSV_SRC) $(wildcard problem/*.h report/*.h harness/*.h bench/*.h)
 	@mkdir -p $(dir $@)
