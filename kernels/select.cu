@@ -269,6 +269,17 @@ extern "C" const attn_kernel_t kernel_select_filter = {
     select_selection,
 };
 
+static void select_attend_teardown(attn_args_t *a)
+{
+    attend_state *st = (attend_state *)a->state;
+    if (!st) return;
+    cudaFree(st->map);
+    cudaFree(st->index);
+    cudaFree(st->counts);
+    free(st);
+    a->state = NULL;
+}
+
 /* The selected step: the filter step once, outside timing, on the launch's inputs (the
  * filter layer's keys stand for the later layer's), its sets compacted into per-stream
  * lists, and the split of the longest list over the plan's slots. */
@@ -295,6 +306,7 @@ static cudaError_t select_attend_setup(attn_args_t *a)
     if (e == cudaSuccess)
         select_compact_kernel<<<(unsigned)streams, SELECT_THREADS>>>((const unsigned char *)a->workspace + ws.mask,
                                                                      keys, st->index, st->counts);
+    if (e == cudaSuccess) e = cudaGetLastError();
     int *counts = (int *)malloc((size_t)streams * sizeof(int));
     if (e == cudaSuccess && !counts) e = cudaErrorMemoryAllocation;
     if (e == cudaSuccess) e = cudaMemcpy(counts, st->counts, (size_t)streams * sizeof(int), cudaMemcpyDeviceToHost);
@@ -305,19 +317,10 @@ static cudaError_t select_attend_setup(attn_args_t *a)
     const int tiles = (most + SHARE_TILE - 1) / SHARE_TILE;
     st->splits = tiles < a->plan.split.splits ? tiles : a->plan.split.splits;
     st->chunk = (most + st->splits - 1) / st->splits;
+    if (e != cudaSuccess) select_attend_teardown(a); /* the harness tears down only what set up */
     return e;
 }
 
-static void select_attend_teardown(attn_args_t *a)
-{
-    attend_state *st = (attend_state *)a->state;
-    if (!st) return;
-    cudaFree(st->map);
-    cudaFree(st->index);
-    cudaFree(st->counts);
-    free(st);
-    a->state = NULL;
-}
 
 static cudaError_t select_attend_launch(attn_args_t *a, cudaStream_t stream)
 {
