@@ -656,7 +656,8 @@ void runner_row(runner_t *r, const problem_t *p, const attn_kernel_t *k, result_
         /* the top-p sets, from a workspace that started zeroed: a set never written is
          * empty, and fails */
         const ref_source_t src = row_source(p, &geom, seed, b.host_indirection);
-        if (chosen && select_check(&src, chosen, seed, r->verify_budget_s, row) != 0) e = HOST_SHORT;
+        if (e == cudaSuccess && chosen && select_check(&src, chosen, seed, r->verify_budget_s, row) != 0)
+            e = HOST_SHORT;
         CK(alloc(&b.last_out, m.out));
         last.copy = b.last_out;
         if (!r->time) {

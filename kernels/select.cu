@@ -90,33 +90,87 @@ __device__ float cta_sum(float x, float *scratch)
     return total;
 }
 
-/* The top-p set of one stream's scores (problem/top_p.h): one CTA per stream. */
+/* top_p_pick_digit across the 32 lanes of a warp: lane l holds the 8 buckets from
+ * 255 - 8l down, a scan of their sums finds the lane where the target is reached, and that
+ * lane scans its 8 as the serial version does (digit 0 where no higher one reaches it).
+ * Every lane returns the digit and the mass above it. */
+#define PICK_PER_LANE (TOP_P_BUCKETS / 32)
+__device__ int pick_digit_warp(const float *mass, float above, float target, float *above_out)
+{
+    const unsigned all = 0xffffffffu;
+    const int lane = threadIdx.x & 31, hi = TOP_P_BUCKETS - 1 - PICK_PER_LANE * lane;
+    float chunk = 0.0f;
+#pragma unroll
+    for (int i = 0; i < PICK_PER_LANE; ++i) chunk += mass[hi - i];
+    float incl = chunk;
+    for (int off = 1; off < 32; off *= 2) {
+        const float v = __shfl_up_sync(all, incl, off);
+        if (lane >= off) incl += v;
+    }
+    const unsigned hit = __ballot_sync(all, above + incl >= target);
+    if (!hit) { /* the buckets down to 1 are above the lowest digit, 0 */
+        *above_out = above + __shfl_sync(all, incl, 31) - mass[0];
+        return 0;
+    }
+    const int at = __ffs(hit) - 1;
+    float run = above + incl - chunk;
+    int digit = 0;
+    if (lane == at) {
+        for (int i = 0; i < PICK_PER_LANE; ++i) {
+            const int b = hi - i;
+            /* the scan's sums say the target is reached in this lane's buckets: at its
+             * lowest if rounding leaves the running sum short of it */
+            if (i == PICK_PER_LANE - 1 || run + mass[b] >= target) {
+                digit = b;
+                break;
+            }
+            run += mass[b];
+        }
+    }
+    *above_out = __shfl_sync(all, run, at);
+    return __shfl_sync(all, digit, at);
+}
+
+/* The top-p set of one stream's scores (problem/top_p.h): one CTA per stream. Each warp
+ * adds its keys' mass into a histogram of its own (a pass's keys crowd into few buckets:
+ * one shared histogram would serialise the CTA's atomics on them), the histograms are
+ * summed, and one warp picks the digit. */
 __global__ void __launch_bounds__(SELECT_THREADS) select_top_p_kernel(const select_params P)
 {
+    constexpr int WARPS = SELECT_THREADS / 32;
+    __shared__ float wmass[WARPS][TOP_P_BUCKETS];
     __shared__ float mass[TOP_P_BUCKETS];
-    __shared__ float scratch[SELECT_THREADS / 32];
+    __shared__ float scratch[WARPS];
     __shared__ uint32_t prefix_s;
     __shared__ float above_s;
-    const int s = blockIdx.x;
+    const int s = blockIdx.x, warp = threadIdx.x >> 5;
     const float *sc = P.scores + (int64_t)s * P.keys;
     float own = 0.0f;
     for (int i = threadIdx.x; i < P.keys; i += blockDim.x) own += sc[i];
     const float target = P.top_p * cta_sum(own, scratch);
     if (threadIdx.x == 0) prefix_s = 0u, above_s = 0.0f;
     for (int pass = 0; pass < TOP_P_PASSES; ++pass) {
-        for (int b = threadIdx.x; b < TOP_P_BUCKETS; b += blockDim.x) mass[b] = 0.0f;
+        for (int b = threadIdx.x; b < WARPS * TOP_P_BUCKETS; b += blockDim.x) (&wmass[0][0])[b] = 0.0f;
         __syncthreads();
         const uint32_t prefix = prefix_s;
         for (int i = threadIdx.x; i < P.keys; i += blockDim.x) {
             const uint32_t key = top_p_key(sc[i]);
-            if (top_p_candidate(key, prefix, pass)) atomicAdd(&mass[top_p_digit(key, pass)], sc[i]);
+            if (top_p_candidate(key, prefix, pass)) atomicAdd(&wmass[warp][top_p_digit(key, pass)], sc[i]);
         }
         __syncthreads();
-        if (threadIdx.x == 0) {
-            float above = above_s;
-            const int digit = top_p_pick_digit(mass, &above, target);
-            above_s = above;
-            prefix_s = prefix | (uint32_t)digit << (32 - TOP_P_DIGIT_BITS * (pass + 1));
+        for (int b = threadIdx.x; b < TOP_P_BUCKETS; b += blockDim.x) {
+            float m = 0.0f;
+            for (int w = 0; w < WARPS; ++w) m += wmass[w][b];
+            mass[b] = m;
+        }
+        __syncthreads();
+        if (warp == 0) {
+            float above;
+            const int digit = pick_digit_warp(mass, above_s, target, &above);
+            if (threadIdx.x == 0) {
+                above_s = above;
+                prefix_s = prefix | (uint32_t)digit << (32 - TOP_P_DIGIT_BITS * (pass + 1));
+            }
         }
         __syncthreads();
     }
