@@ -285,13 +285,6 @@ static void checked_rows_free(checked_rows_t *c)
     memset(c, 0, sizeof *c);
 }
 
-static double seconds_now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec + 1e-9 * ts.tv_nsec;
-}
-
 /* Picks the checked rows (verify_pick_rows) and computes their reference: all rows or
  * VERIFY_MIN_ROWS of them, then more, as many as the time the first ones took says
  * fit in budget_s seconds, all of them where they fit. Returns -1 when memory runs out. */
@@ -306,9 +299,9 @@ static int checked_rows_make(const ref_source_t *src, uint64_t seed, double budg
     long want = rows < VERIFY_MIN_ROWS ? rows : VERIFY_MIN_ROWS;
     c->want = malloc((size_t)want * d * sizeof *c->want);
     c->n = c->at && c->want && drawn ? verify_pick_rows(p, want, seed, c->at) : -1;
-    double t0 = seconds_now();
+    double t0 = verify_seconds_now();
     if (c->n < 0 || reference_rows(src, c->at, 0, c->n, c->want) != 0) goto fail;
-    double spent = seconds_now() - t0;
+    double spent = verify_seconds_now() - t0;
     if (c->n == rows || spent >= budget_s) {
         free(drawn);
         return 0;

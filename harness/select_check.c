@@ -4,23 +4,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
+#include "verify.h"
+#include "../problem/logical_data.h"
 #include "../reference/select.h"
-
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec + 1e-9 * ts.tv_nsec;
-}
-
-static uint64_t next_random(uint64_t *x)
-{
-    uint64_t z = (*x += 0x9e3779b97f4a7c15ull);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-    return z ^ (z >> 31);
-}
 
 /* 0 when stream s's set passes the judge against the reference's scores, 1 when it
  * fails (with its line on stderr), -1 when memory runs out. */
@@ -54,15 +40,14 @@ int select_check(const ref_source_t *src, const unsigned char *chosen, uint64_t 
     double *scores = malloc((size_t)keys * sizeof *scores);
     if (!scores) return -1;
     /* the first and last stream, then random ones while the budget lasts */
-    const double t0 = now_s();
-    uint64_t rng = seed ^ 0x5e1ec7ull;
+    const double t0 = verify_seconds_now();
     int bad = 0, rc = 0;
     for (int n = 0; n < streams && !bad; ++n) {
-        const int s = n == 0 ? 0 : n == 1 ? streams - 1 : (int)(next_random(&rng) % (uint64_t)streams);
+        const int s = n == 0 ? 0 : n == 1 ? streams - 1 : (int)(splitmix64(seed ^ 0x5e1ec7ull ^ (uint64_t)n) % (uint64_t)streams);
         const int r = judge_stream(src, s, chosen + (size_t)s * keys, scores, row);
         if (r < 0) rc = -1;
         bad = r != 0;
-        if (n >= 1 && now_s() - t0 > budget_s) break;
+        if (n >= 1 && verify_seconds_now() - t0 > budget_s) break;
     }
     if (bad && rc == 0) {
         snprintf(row->status, sizeof row->status, "%s", "mismatch");

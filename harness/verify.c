@@ -3,6 +3,7 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include "../problem/logical_data.h"
 #include "../reference/reference.h"
 
@@ -65,4 +66,11 @@ void verify_judge(const float *got, long rows, int d, const long *at, const doub
     }
     v->checked = n;
     v->ok = n > 0 && v->nonfinite == 0 && v->worst_rel <= tol && v->max_abs <= abs_bound;
+}
+
+double verify_seconds_now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec + 1e-9 * ts.tv_nsec;
 }

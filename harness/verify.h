@@ -41,6 +41,9 @@ double verify_abs_bound(dtype_t t, double amplitude);
  * heads, stream = request * beam + w. Returns n, or -1 when memory runs out. */
 long verify_pick_rows(const problem_t *p, long want, uint64_t seed, long *at);
 
+/* Seconds of a monotonic clock: what a verification budget is measured against. */
+double verify_seconds_now(void);
+
 /* Judges got (the whole output: rows * d floats) against want (n checked rows of
  * d doubles, row i being output row at[i]): every element of got scanned for NaN/Inf,
  * each checked row's relative L2 error against tol, its elements against abs_bound. */

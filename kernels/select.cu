@@ -61,12 +61,7 @@ __global__ void select_scores_kernel(const select_params P)
     for (int h = threadIdx.x; h < P.heads; h += blockDim.x) {
         float m = -INFINITY, l = 0.0f;
         const float2 *st = P.stats + share_stat_at(s, P.heads, h, P.splits, 0);
-        for (int k = 0; k < P.splits; ++k) {
-            const float M = fmaxf(m, st[k].x);
-            if (M == -INFINITY) continue;
-            l = l * expf(m - M) + st[k].y * expf(st[k].x - M);
-            m = M;
-        }
+        for (int k = 0; k < P.splits; ++k) ml_combine(m, l, st[k].x, st[k].y);
         norm[h] = make_float2(m, l > 0.0f ? 1.0f / l : 0.0f);
     }
     __syncthreads();
