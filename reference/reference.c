@@ -95,6 +95,16 @@ void reference_ctx_fill(const ref_source_t *src, int request, int kv_head, float
     }
 }
 
+ref_source_t reference_with_ctx(const ref_source_t *src, int request, int kv_head, float *buf)
+{
+    ref_source_t group = *src;
+    reference_ctx_fill(src, request, kv_head, buf);
+    group.ctx_kv = buf;
+    group.ctx_request = request;
+    group.ctx_head = kv_head;
+    return group;
+}
+
 /* Context row of the request, read the way the bifurcated formulation reads it:
  * by request, never through a stream. */
 static void load_ctx_row(const ref_source_t *s, source_mode_t mode, int stream, int which,

@@ -43,6 +43,11 @@ typedef struct ref_source {
  * stride of the longest). */
 void reference_ctx_fill(const ref_source_t *src, int request, int kv_head, float *buf);
 
+/* src with the context of (request, kv_head) materialised in buf (reference_ctx_fill,
+ * 2 * ctx * d floats) as its ctx_kv: the rows of that group read it instead of
+ * computing each value again. */
+ref_source_t reference_with_ctx(const ref_source_t *src, int request, int kv_head, float *buf);
+
 /* Standard attention of one (query token, query head): query = stream * q_len + j (with
  * q_len 1, the stream), attending to the first problem_keys_of_token(p, j) keys of its
  * stream (causal among the stream's q_len query tokens). Double accumulation, softmax with

@@ -19,14 +19,8 @@ static int by_key(const void *a, const void *b)
 static ref_source_t group_source(const ref_source_t *src, long key, long rows, float *ctx)
 {
     const problem_t *p = src->p;
-    ref_source_t group = *src;
-    if (rows > 1 && p->ctx > 0) {
-        group.ctx_request = (int)(key / p->kv_heads);
-        group.ctx_head = (int)(key % p->kv_heads);
-        reference_ctx_fill(&group, group.ctx_request, group.ctx_head, ctx);
-        group.ctx_kv = ctx;
-    }
-    return group;
+    if (rows > 1 && p->ctx > 0) return reference_with_ctx(src, (int)(key / p->kv_heads), (int)(key % p->kv_heads), ctx);
+    return *src;
 }
 
 /* Above this, the per-thread context buffers of the group-parallel order would cost

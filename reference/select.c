@@ -16,16 +16,14 @@ int reference_select_scores(const ref_source_t *src, int stream, double *scores)
     float *ctx = malloc((size_t)2 * (p->ctx > 0 ? p->ctx : 1) * p->head_dim * sizeof *ctx);
     int rc = prob && ctx ? keys : -1;
     for (int pos = 0; rc >= 0 && pos < keys; ++pos) scores[pos] = 0.0;
-    for (int head = 0; rc >= 0 && head < p->heads; ++head) {
-        ref_source_t group = *src;
-        if (!src->kv && !src->kv_ctx && p->ctx > 0) {
-            if (head % problem_group(p) == 0) reference_ctx_fill(src, request, head / problem_group(p), ctx);
-            group.ctx_kv = ctx;
-            group.ctx_request = request;
-            group.ctx_head = head / problem_group(p);
+    const int group_heads = problem_group(p);
+    for (int j = 0; rc >= 0 && j < p->kv_heads; ++j) {
+        const ref_source_t group =
+            !src->kv && !src->kv_ctx && p->ctx > 0 ? reference_with_ctx(src, request, j, ctx) : *src;
+        for (int head = j * group_heads; rc >= 0 && head < (j + 1) * group_heads; ++head) {
+            if (reference_probs(&group, query, head, prob) != keys) rc = -1;
+            for (int pos = 0; rc >= 0 && pos < keys; ++pos) scores[pos] += prob[pos] / p->heads;
         }
-        if (reference_probs(&group, query, head, prob) != keys) rc = -1;
-        for (int pos = 0; rc >= 0 && pos < keys; ++pos) scores[pos] += prob[pos] / p->heads;
     }
     free(prob);
     free(ctx);
