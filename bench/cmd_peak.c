@@ -36,6 +36,7 @@ int cmd_peak(int argc, char **argv)
     printf("memory           %.1f GiB free of %.1f GiB\n", dev.free_bytes / 1073741824.0,
            dev.total_bytes / 1073741824.0);
     printf("read_gbps        %.0f\n", peak.read_gbps);
+    printf("read_shape       %s\n", peak.read_shape);
     printf("l2_read_gbps     %.0f\n", peak.l2_read_gbps);
     printf("copy_gbps        %.0f\n", peak.copy_gbps);
     printf("fp16_tc_tflops   %.0f\n", peak.tc_tflops);

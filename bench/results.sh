@@ -4,7 +4,8 @@
 #   bench/results.sh [STEP|N ...]        (make results [PART=STEP|N])
 # Steps, in order (N counts from 1): peak, verify-quick, memcheck, racecheck,
 # synccheck, verify-full, verify-kvq, verify-share (and verify-peers where the suites
-# hold the peers'), one sweep per suite of RESULTS_SUITES, tables. Without
+# hold the peers'), one sweep per suite of RESULTS_SUITES, reproduce (where ci is one:
+# the ci suite swept again and compared with the first both ways), tables. Without
 # arguments every step not yet done runs.
 #
 # Resumable and cut to fit a window: a call starts no step after RESULTS_SECONDS
@@ -129,6 +130,22 @@ sweep_step() { # suite
     finish "$1" $r
 }
 
+# Issue 41's reproducibility check: the ci suite again in this call, and each run
+# compared with the other both ways; every row must agree within its noise or 3%.
+reproduce_step() {
+    record "$bin sweep --suite ci --out $out/ci-again.csv --resume${extra:+ $extra}   # > reproduce.log"
+    bounded "$bin" sweep --suite ci --out "$out/ci-again.csv" --resume $extra < /dev/null >> "$out/reproduce.log" 2>&1
+    r=$?
+    [ $r -eq 124 ] && return 124
+    for pair in "ci.csv ci-again.csv" "ci-again.csv ci.csv"; do
+        set -- $pair
+        record "$bin compare $out/$1 $out/$2 --threshold 0.03   # >> reproduce.log"
+        echo "# compare $1 $2 --threshold 0.03" >> "$out/reproduce.log"
+        "$bin" compare "$out/$1" "$out/$2" --threshold 0.03 >> "$out/reproduce.log" 2>&1 || r=1
+    done
+    finish reproduce $r
+}
+
 tables_step() {
     rc=0
     for n in 6 7; do
@@ -158,12 +175,15 @@ run_step() {
     racecheck) verify_step racecheck verify-quick compute-sanitizer --target-processes all --tool racecheck --error-exitcode 1 ;;
     synccheck) verify_step synccheck verify-quick compute-sanitizer --target-processes all --tool synccheck --error-exitcode 1 ;;
     verify-full|verify-kvq|verify-peers|verify-share) verify_step "$1" "$1" ;;
+    reproduce) reproduce_step ;;
     tables) tables_step ;;
     *) sweep_step "$1" ;;
     esac
 }
 
-all="peak verify-quick memcheck racecheck synccheck verify-full verify-kvq verify-share $peers_verify $suites tables"
+reproduce=""
+case " $suites " in *" ci "*) reproduce=reproduce ;; esac
+all="peak verify-quick memcheck racecheck synccheck verify-full verify-kvq verify-share $peers_verify $suites $reproduce tables"
 if [ $# -eq 0 ]; then set -- $all; fi
 failed=""
 for want in "$@"; do

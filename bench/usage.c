@@ -135,8 +135,10 @@ static const char peak_text[] =
     "Measures what this GPU can do: device-memory read and copy bandwidth, the read rate\n"
     "of data L2 holds, and the fp16 tensor-core GEMM rate. run and sweep measure the same\n"
     "at start and report each row's pct_peak_bw and roofline_us against it; auto's cost\n"
-    "model takes its rates from them. The read is timed after an L2 flush by reading\n"
-    "(no dirty lines), over several launch shapes, keeping the best. Also prints the\n"
+    "model takes its rates from them. The read rate is sustained: for each of 24 launch\n"
+    "shapes, the time of a three-pass read less that of a one-pass read (each after an\n"
+    "L2 flush by reading, no dirty lines), the best kept and its shape printed\n"
+    "(read_shape); a launch's fixed costs cancel in it. Also prints the\n"
     "card's theoretical bandwidth from NVML (memory clock x bus width), which rows'\n"
     "pct_spec_bw is against, and its maximum SM clock.\n";
 

@@ -3,7 +3,8 @@
 # compute-sanitizer (no GPU needed): every step runs once, a second call skips them,
 # a sweep resumes, a directory of another revision is refused, a part runs alone,
 # a closed window stops the call with exit 3 and the next call goes on, RESULTS_ARGS
-# reaches every verify and sweep, and another GPU's folder is refused.
+# reaches every verify and sweep, the ci suite runs twice and is compared both ways,
+# and another GPU's folder is refused.
 passed=0
 failed=0
 check() { # name, condition...
@@ -23,6 +24,7 @@ list) [ -n "${STUB_STUBS:-}" ] && echo "                   peer: FlashInfer 0.7.
 verify) [ -n "${STUB_SLEEP:-}" ] && sleep "$STUB_SLEEP"; [ -n "${STUB_MISMATCH:-}" ] && exit 1; echo verified ;;
 sweep) shift; while [ $# -gt 0 ]; do [ "$1" = --out ] && echo row >> "$2"; shift; done ;;
 table) echo "| table |" ;;
+compare) if [ -n "${STUB_REGRESS:-}" ]; then exit 1; fi ;;
 esac
 STUB
 cat > "$tmp/bin/compute-sanitizer" <<'STUB'
@@ -49,6 +51,9 @@ check "sanitizers run verify" has "compute-sanitizer .*racecheck" "$tmp/out/comm
 check "the 8-bit and share verification suites" has "verify --suite verify-kvq .*# > verify-kvq.log" "$tmp/out/commands.txt"
 check "verify-share too" has "verify --suite verify-share .*# > verify-share.log" "$tmp/out/commands.txt"
 check "no peers' verification without their suites" lacks "verify-peers" "$tmp/out/commands.txt"
+check "the ci suite twice" has "sweep --suite ci --out $tmp/out/ci-again.csv --resume" "$tmp/calls"
+check "compared both ways" has "compare $tmp/out/ci-again.csv $tmp/out/ci.csv --threshold 0.03" "$tmp/calls"
+check "reproduce recorded" has "^build/attnbench compare .*/ci.csv .*/ci-again.csv --threshold 0.03" "$tmp/out/commands.txt"
 lines=$(grep -cv '^[[:space:]]*\(#\|$\)' bench/suites/verify-quick.suite)
 check "verify-quick line by line" [ "$(grep -c '^# line [0-9]*: exit 0' "$tmp/out/verify-quick.log")" -eq "$lines" ]
 
@@ -56,7 +61,7 @@ check "verify-quick line by line" [ "$(grep -c '^# line [0-9]*: exit 0' "$tmp/ou
 run
 check "second call runs nothing again" [ "$(grep -cv '^peak' "$tmp/calls")" -eq 0 ]
 check "second call complete" has "results: complete" "$tmp/log"
-check "commands recorded once" [ "$(grep -c 'sweep --suite ci' "$tmp/out/commands.txt")" -eq 1 ]
+check "commands recorded once" [ "$(grep -c 'sweep --suite ci --out [^ ]*/ci.csv' "$tmp/out/commands.txt")" -eq 1 ]
 
 REVISION=def456 run
 check "another revision refused" rc 2
@@ -76,6 +81,10 @@ check "a closed window exits 3" rc 3
 check "a closed window says so" has "window closed during verify-quick" "$tmp/log"
 run
 check "the next call goes on to the end" has "results: complete" "$tmp/log"
+
+rm -rf "$tmp/out"
+STUB_REGRESS=1 run
+check "a row that does not reproduce fails the call" has "results: failed: reproduce" "$tmp/log"
 
 rm -rf "$tmp/out"
 STUB_MISMATCH=1 run verify-quick
