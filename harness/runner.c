@@ -18,6 +18,7 @@
 #include "../problem/append.h"
 #include "../problem/share_map.h"
 #include "select_check.h"
+#include "recompute_check.h"
 #include "verify.h"
 #include "../reference/reference.h"
 #include "../kernels/append_step.h"
@@ -352,12 +353,12 @@ static ref_source_t row_source(const problem_t *p, const kv_geometry_t *geom, ui
 
 /* The checked rows of a row run by `run` on inputs of this seed, with the reference of
  * what run computes: exact attention, or its approximation (then exact attention's too);
- * the selected step's over the keys of key_mask. */
+ * the selected step's over the keys of key_mask, or over its own K/V as read back. */
 static int checked_rows_for(const problem_t *p, const attn_kernel_t *run, const kv_geometry_t *geom,
                             uint64_t seed, const int32_t *indirection, const unsigned char *key_mask,
-                            double budget_s, checked_rows_t *c)
+                            const own_kv_host_t *own, double budget_s, checked_rows_t *c)
 {
-    ref_source_t src = row_source(p, geom, seed, indirection);
+    ref_source_t src = own ? recompute_source(own, seed) : row_source(p, geom, seed, indirection);
     if (run->approx == ATTN_APPROX_SELECT) src.key_mask = key_mask;
     int *share_to = NULL;
     if (run->approx == ATTN_APPROX_SHARE) {
@@ -366,7 +367,9 @@ static int checked_rows_for(const problem_t *p, const attn_kernel_t *run, const 
         for (int i = 0; i < p->heads; ++i) share_to[i] = problem_share_target(p, i);
     }
     src.share_to = share_to;
-    int rc = checked_rows_make(&src, splitmix64(seed ^ 0x5eed), budget_s, c) != 0 || checked_rows_exact(&src, c) != 0
+    /* attention over recomputed K/V has no exact counterpart on the cache's */
+    int rc = checked_rows_make(&src, splitmix64(seed ^ 0x5eed), budget_s, c) != 0 ||
+                     (!own && checked_rows_exact(&src, c) != 0)
                  ? -1 : 0;
     free(share_to);
     return rc;
@@ -532,6 +535,10 @@ static cudaError_t selection_of(const runner_t *r, const problem_t *p, const att
         io->bytes = io->unique_bytes = io_selected_bytes(p, row->kept);
         io->flops = io_flops(p) * row->kept;
         row_set_io(r, io, row);
+    } else if (run->approx == ATTN_APPROX_RECOMPUTE) {
+        io->bytes = io->unique_bytes = io_recompute_bytes(p, row->kept);
+        io->flops = io_recompute_flops(p, row->kept);
+        row_set_io(r, io, row);
     }
     return cudaSuccess;
 }
@@ -572,6 +579,7 @@ void runner_row(runner_t *r, const problem_t *p, const attn_kernel_t *k, result_
     a.problem = *p;
     a.geom = m.geom;
     a.plan = plan;
+    a.seed = seed;
     int set_up = 0;
     cudaError_t e = cudaSuccess;
 #define CK(call) do { if (e == cudaSuccess) e = (call); } while (0)
@@ -643,8 +651,19 @@ void runner_row(runner_t *r, const problem_t *p, const attn_kernel_t *k, result_
         nvtx_push("verify");
         kv_geometry_t geom = a.geom;
         geom.ctx_lens = b.host_ctx_lens;
-        if (checked_rows_for(p, run, &geom, seed, b.host_indirection, chosen, r->verify_budget_s, &checked) != 0)
+        own_kv_host_t own = {0};
+        attn_own_kv_t own_dev;
+        if (run->own_kv) {
+            CK(run->own_kv(&a, &own_dev));
+            CK(own_kv_fetch(&own_dev, p, &geom, &own));
+            if (e == cudaSuccess &&
+                recompute_check(&own, p, &geom, b.host_indirection, seed, r->verify_budget_s, row) != 0)
+                e = HOST_SHORT;
+        }
+        if (e == cudaSuccess && checked_rows_for(p, run, &geom, seed, b.host_indirection, chosen,
+                                                 run->own_kv ? &own : NULL, r->verify_budget_s, &checked) != 0)
             e = HOST_SHORT;
+        own_kv_free(&own);
         CK(judge_output(p, b.out, &checked, "first", row));
         /* the top-p sets, from a workspace that started zeroed: a set never written is
          * empty, and fails */

@@ -1,5 +1,6 @@
 /* The byte and FLOP arithmetic of one decode step (SPEC §6, the paper's IO model). */
 #include "registry.h"
+#include "../problem/recompute.h"
 
 double io_kv_row_bytes(const problem_t *p)
 {
@@ -74,4 +75,21 @@ double io_selected_bytes(const problem_t *p, double kept)
 {
     const double positions = (double)problem_streams(p) * problem_keys(p) * kept * sizeof(int32_t);
     return io_kv_bytes_stored(p) * kept + positions + io_qo_bytes(p) + io_table_bytes(p);
+}
+
+double io_recompute_bytes(const problem_t *p, double kept)
+{
+    const double streams = problem_streams(p), es = dtype_size(p->dtype);
+    const double tokens = streams * problem_keys(p) * kept;
+    const double hidden = (double)recompute_hidden(p->heads, p->head_dim);
+    const double kv_row = 2.0 * p->kv_heads * p->head_dim * es;
+    const double weights = hidden * kv_row;
+    return tokens * hidden * es + streams * weights + 2.0 * tokens * kv_row + io_qo_bytes(p);
+}
+
+double io_recompute_flops(const problem_t *p, double kept)
+{
+    const double tokens = (double)problem_streams(p) * problem_keys(p) * kept;
+    const double hidden = (double)recompute_hidden(p->heads, p->head_dim);
+    return 2.0 * tokens * hidden * 2.0 * p->kv_heads * p->head_dim + io_flops(p) * kept;
 }

@@ -11,6 +11,7 @@ ATTN_KERNEL(auto)
 ATTN_KERNEL(share)
 ATTN_KERNEL(select_filter)
 ATTN_KERNEL(select_attend)
+ATTN_KERNEL(select_recompute)
 /* Peers: other projects' kernels under the same harness (kernels/peers/); each is
  * built from the package `make peers` fetches, and is an unsupported stub without it. */
 ATTN_KERNEL(flashinfer)

@@ -21,7 +21,20 @@ typedef struct attn_kernel attn_kernel_t;
  * differs (the rows also report its distance from exact attention, approx_err, and
  * what it kept): Share-Attention's shared heads, or Select-Attention's selected step
  * (attention over the keys its selection hook reports). */
-typedef enum { ATTN_EXACT = 0, ATTN_APPROX_SHARE = 1, ATTN_APPROX_SELECT = 2 } attn_approx_t;
+typedef enum { ATTN_EXACT = 0, ATTN_APPROX_SHARE = 1, ATTN_APPROX_SELECT = 2, ATTN_APPROX_RECOMPUTE = 3 } attn_approx_t;
+
+/* The K/V a kernel computed in its own step and attended to instead of the cache's
+ * (Select-Attention's selected step, recomputed from the kept tokens' hidden states,
+ * problem/recompute.h), where the harness reads them back: a contiguous cache
+ * [streams, 2, g, rows, d] in the problem's dtype, stream s attending to its first
+ * counts[s] rows, row i being the K/V of the stream's key position index[s * keys + i]
+ * (keys = problem_keys). Device pointers, the kernel's own. */
+typedef struct attn_own_kv {
+    const void *kv;
+    int rows;
+    const int *counts;
+    const int *index;
+} attn_own_kv_t;
 
 /* What setup() returns where it finds, only then, that the kernel cannot run the
  * problem: a peer whose library cannot be loaded, or rejects the configuration when
@@ -76,6 +89,8 @@ typedef struct attn_args {
     const float *rope_cs;          /* --step append: cos and sin of the current position's
                                       angles, [d/2][2] (problem/append.h rope_cos_sin) */
     void *workspace;               /* plan-dependent scratch, workspace_bytes() long, zeroed once */
+    uint64_t seed;                 /* the seed of the logical inputs (problem/logical_data.h), for
+                                      a kernel that makes inputs of its own in setup */
     void *state;                   /* the kernel's own, made by setup, freed by teardown */
     char why[ATTN_WHY_LEN];        /* setup's reason where it returns ATTN_SETUP_UNSUPPORTED */
 } attn_args_t;
@@ -110,6 +125,9 @@ struct attn_kernel {
      * keys (problem/top_p.h) to the host, chosen[stream * keys + key] = 1 where kept;
      * NULL for kernels that select nothing. */
     cudaError_t (*selection)(const attn_args_t *a, unsigned char *chosen);
+    /* ATTN_APPROX_RECOMPUTE: where the K/V the last launch attended to lie (setup
+     * made them); NULL for kernels that read the cache's. */
+    cudaError_t (*own_kv)(const attn_args_t *a, attn_own_kv_t *out);
 };
 
 /* The partials per row that a plan of `fused` merges in a separate launch (0 where it
@@ -145,6 +163,12 @@ double io_table_bytes(const problem_t *p);
 /* Select-Attention's selected step over a fraction `kept` of every stream's keys: their K
  * and V at the cache's width, their positions (4 bytes each), q and out, the tables. */
 double io_selected_bytes(const problem_t *p, double kept);
+/* The selected step with its K/V recomputed (select-recompute) over a fraction `kept`
+ * of every stream's keys: the kept tokens' hidden states and the K and V projections
+ * read (the projections once per stream: a GEMM each), the K/V written and read back by
+ * the attention, q and out; and its FLOPs, the GEMMs' and the attention's. */
+double io_recompute_bytes(const problem_t *p, double kept);
+double io_recompute_flops(const problem_t *p, double kept);
 double io_scale_bytes(const problem_t *p);           /* 2 floats, or 2 per kv head; 0 unquantised */
 /* --step append's own traffic: the packed QKV read and the K/V of the current position
  * written at the cache's width (the rotated q it hands to attention stays in L2); 0 for

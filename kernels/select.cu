@@ -12,12 +12,14 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <cuda_runtime.h>
+#include <cublas_v2.h>
 
 #include "registry.h"
 #include "share_body.cuh"
+#include "../problem/recompute.h"
 #include "../problem/top_p.h"
 
-extern "C" const attn_kernel_t kernel_select_filter, kernel_select_attend;
+extern "C" const attn_kernel_t kernel_select_filter, kernel_select_attend, kernel_select_recompute;
 
 #define SELECT_THREADS 1024
 
@@ -316,6 +318,7 @@ extern "C" const attn_kernel_t kernel_select_filter = {
     0,    /* does not run --step append */
     ATTN_EXACT,
     select_selection,
+    NULL, /* reads the cache's K/V */
 };
 
 static void select_attend_teardown(attn_args_t *a)
@@ -370,18 +373,31 @@ static cudaError_t select_attend_setup(attn_args_t *a)
     return e;
 }
 
-
-static cudaError_t select_attend_launch(attn_args_t *a, cudaStream_t stream)
+/* share's launches over each stream's kept keys: gathered from the cache through their
+ * positions, or (own, with its geometry) the first counts[s] rows of K/V of the step's own. */
+static cudaError_t attend_kept(const attn_args_t *a, const attend_state *st, const void *own,
+                               const kv_geometry_t *own_geom, cudaStream_t stream)
 {
-    const problem_t *p = &a->problem;
-    const attend_state *st = (const attend_state *)a->state;
-    if (!st || !a->workspace) return cudaErrorInvalidValue;
-    share_params S = share_params_make(a, st->map, p->heads);
-    S.index = st->index;
+    share_params S = share_params_make(a, st->map, a->problem.heads);
+    if (own) {
+        S.kv = own;
+        S.geom = *own_geom;
+        S.block_table = NULL;
+        S.indirection = NULL;
+    } else {
+        S.index = st->index;
+    }
     S.counts = st->counts;
     S.splits = st->splits;
     S.chunk = st->chunk;
-    return share_launch_body(S, p->dtype, stream);
+    return share_launch_body(S, a->problem.dtype, stream);
+}
+
+static cudaError_t select_attend_launch(attn_args_t *a, cudaStream_t stream)
+{
+    const attend_state *st = (const attend_state *)a->state;
+    if (!st || !a->workspace) return cudaErrorInvalidValue;
+    return attend_kept(a, st, NULL, NULL, stream);
 }
 
 /* share's map, and the per-stream lists of keys with their counts. */
@@ -419,4 +435,216 @@ extern "C" const attn_kernel_t kernel_select_attend = {
     0,    /* does not run --step append */
     ATTN_APPROX_SELECT,
     select_selection,
+    NULL, /* reads the cache's K/V */
+};
+
+/* `select-recompute`: the selected step as the paper runs it, the later layers keeping no
+ * KV cache. Each step recomputes the kept tokens' K and V from their hidden states, a
+ * cuBLAS GEMM per stream (its kept tokens' hidden states, width h * d, by the layer's
+ * stacked K and V projections, one GEMM for each of the 2 g (K or V, kv head) blocks,
+ * batched), into a contiguous cache of the stream's kept tokens, which share's launches
+ * then attend to. The filter step runs once, in setup, as select-attend's does. */
+
+namespace {
+
+struct recompute_state {
+    attend_state *attend;
+    void *x;               /* [streams][rows][hidden]: stream s's kept tokens' hidden states */
+    void *w;               /* [2 g][hidden][d]: K's then V's projection of each kv head */
+    void *kv;              /* [streams][2][g][rows][d]: the recomputed K/V */
+    int *counts;           /* [streams], host: each stream's kept tokens, its GEMM's width */
+    int rows;              /* the most any stream kept */
+    cublasHandle_t blas;
+};
+
+/* The kept tokens' hidden states: row i of stream s is the token of its key index[i]. */
+template <typename T>
+__global__ void recompute_x_kernel(T *x, const int *index, const int *counts, kv_geometry_t g,
+                                   const int32_t *indirection, int streams, int keys, int rows, int hidden,
+                                   uint64_t seed)
+{
+    const int i = blockIdx.x, s = blockIdx.y;
+    if (i >= counts[s]) return;
+    const uint64_t token = recompute_token(&g, indirection, streams, s, index[(int64_t)s * keys + i]);
+    T *row = x + ((int64_t)s * rows + i) * hidden;
+    for (int e = threadIdx.x; e < hidden; e += blockDim.x) row[e] = dt<T>::from_f(recompute_x(seed, hidden, token, e));
+}
+
+template <typename T>
+__global__ void recompute_w_kernel(T *w, int kv_heads, int hidden, int d, uint64_t seed)
+{
+    const int64_t n = (int64_t)2 * kv_heads * hidden * d;
+    for (int64_t at = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; at < n; at += (int64_t)gridDim.x * blockDim.x) {
+        const int x = (int)(at % d), i = (int)(at / d % hidden), wh = (int)(at / ((int64_t)d * hidden));
+        w[at] = dt<T>::from_f(recompute_w(seed, kv_heads, hidden, d, wh / kv_heads, wh % kv_heads, i, x));
+    }
+}
+
+cudaDataType_t blas_type(dtype_t t)
+{
+    return t == DTYPE_FP32 ? CUDA_R_32F : t == DTYPE_BF16 ? CUDA_R_16BF : CUDA_R_16F;
+}
+
+/* The contiguous geometry of the recomputed K/V: every row a stream's own, none shared. */
+kv_geometry_t recompute_geometry(const attn_args_t *a, int rows)
+{
+    kv_geometry_t g = a->geom;
+    g.layout = LAYOUT_CONTIGUOUS;
+    g.beam = 1;
+    g.ctx = 0;
+    g.gen = rows;
+    g.ctx_lens = NULL;
+    return g;
+}
+
+} // namespace
+
+static void select_recompute_teardown(attn_args_t *a)
+{
+    recompute_state *st = (recompute_state *)a->state;
+    if (!st) return;
+    cudaFree(st->x);
+    cudaFree(st->w);
+    cudaFree(st->kv);
+    free(st->counts);
+    if (st->blas) cublasDestroy(st->blas);
+    a->state = st->attend;
+    select_attend_teardown(a);
+    free(st);
+}
+
+static cudaError_t recompute_fill(attn_args_t *a, recompute_state *st)
+{
+    const problem_t *p = &a->problem;
+    const int streams = problem_streams(p), keys = problem_keys(p), d = p->head_dim, g = p->kv_heads;
+    const int hidden = recompute_hidden(p->heads, d);
+    const size_t es = dtype_size(p->dtype);
+    st->counts = (int *)malloc((size_t)streams * sizeof(int));
+    if (!st->counts) return cudaErrorMemoryAllocation;
+    cudaError_t e = cudaMemcpy(st->counts, st->attend->counts, (size_t)streams * sizeof(int), cudaMemcpyDeviceToHost);
+    st->rows = 1;
+    for (int s = 0; e == cudaSuccess && s < streams; ++s) st->rows = st->counts[s] > st->rows ? st->counts[s] : st->rows;
+    if (e == cudaSuccess) e = cudaMalloc(&st->x, (size_t)streams * st->rows * hidden * es);
+    if (e == cudaSuccess) e = cudaMalloc(&st->w, (size_t)2 * g * hidden * d * es);
+    if (e == cudaSuccess) e = cudaMalloc(&st->kv, (size_t)streams * 2 * g * st->rows * d * es);
+    if (e != cudaSuccess) return e;
+    const dim3 grid((unsigned)st->rows, (unsigned)streams);
+    const unsigned wgrid = 1024;
+    if (p->dtype == DTYPE_FP32) {
+        recompute_x_kernel<float><<<grid, 256>>>((float *)st->x, st->attend->index, st->attend->counts, a->geom,
+                                                 a->indirection, streams, keys, st->rows, hidden, a->seed);
+        recompute_w_kernel<float><<<wgrid, 256>>>((float *)st->w, g, hidden, d, a->seed);
+    } else if (p->dtype == DTYPE_BF16) {
+        recompute_x_kernel<__nv_bfloat16><<<grid, 256>>>((__nv_bfloat16 *)st->x, st->attend->index,
+                                                         st->attend->counts, a->geom, a->indirection, streams,
+                                                         keys, st->rows, hidden, a->seed);
+        recompute_w_kernel<__nv_bfloat16><<<wgrid, 256>>>((__nv_bfloat16 *)st->w, g, hidden, d, a->seed);
+    } else {
+        recompute_x_kernel<__half><<<grid, 256>>>((__half *)st->x, st->attend->index, st->attend->counts, a->geom,
+                                                  a->indirection, streams, keys, st->rows, hidden, a->seed);
+        recompute_w_kernel<__half><<<wgrid, 256>>>((__half *)st->w, g, hidden, d, a->seed);
+    }
+    e = cudaGetLastError();
+    if (e == cudaSuccess) e = cudaDeviceSynchronize();
+    if (e == cudaSuccess && cublasCreate(&st->blas) != CUBLAS_STATUS_SUCCESS) e = cudaErrorInitializationError;
+    return e;
+}
+
+/* select-attend's setup (the filter step, the kept keys' lists, the split), then the
+ * kept tokens' hidden states and the projections. */
+static cudaError_t select_recompute_setup(attn_args_t *a)
+{
+    cudaError_t e = select_attend_setup(a);
+    if (e != cudaSuccess) return e;
+    recompute_state *st = (recompute_state *)calloc(1, sizeof *st);
+    if (!st) {
+        select_attend_teardown(a);
+        return cudaErrorMemoryAllocation;
+    }
+    st->attend = (attend_state *)a->state;
+    a->state = st;
+    e = recompute_fill(a, st);
+    if (e != cudaSuccess) select_recompute_teardown(a); /* the harness tears down only what set up */
+    return e;
+}
+
+static cudaError_t select_recompute_launch(attn_args_t *a, cudaStream_t stream)
+{
+    const problem_t *p = &a->problem;
+    const recompute_state *st = (const recompute_state *)a->state;
+    if (!st || !a->workspace) return cudaErrorInvalidValue;
+    const int streams = problem_streams(p), d = p->head_dim, g = p->kv_heads;
+    const int hidden = recompute_hidden(p->heads, d);
+    const size_t es = dtype_size(p->dtype);
+    const cudaDataType_t type = blas_type(p->dtype);
+    const float one = 1.0f, zero = 0.0f;
+    if (cublasSetStream(st->blas, stream) != CUBLAS_STATUS_SUCCESS) return cudaErrorUnknown;
+    for (int s = 0; s < streams; ++s) {
+        if (st->counts[s] == 0) continue;
+        /* column-major: each (K or V, kv head) block's [d x n] = W block [d x hidden] . X_s [hidden x n],
+         * written as the block's rows [n][d] of the contiguous cache */
+        const char *x = (const char *)st->x + (size_t)s * st->rows * hidden * es;
+        char *kv = (char *)st->kv + (size_t)s * 2 * g * st->rows * d * es;
+        cublasStatus_t bs = cublasGemmStridedBatchedEx(
+            st->blas, CUBLAS_OP_N, CUBLAS_OP_N, d, st->counts[s], hidden, &one, st->w, type, d, (long long)hidden * d,
+            x, type, hidden, 0, &zero, kv, type, d, (long long)st->rows * d, 2 * g, CUBLAS_COMPUTE_32F,
+            CUBLAS_GEMM_DEFAULT);
+        if (bs != CUBLAS_STATUS_SUCCESS) return cudaErrorUnknown;
+    }
+    const kv_geometry_t own = recompute_geometry(a, st->rows);
+    return attend_kept(a, st->attend, st->kv, &own, stream);
+}
+
+static cudaError_t select_recompute_own_kv(const attn_args_t *a, attn_own_kv_t *out)
+{
+    const recompute_state *st = (const recompute_state *)a->state;
+    if (!st) return cudaErrorInvalidValue;
+    out->kv = st->kv;
+    out->rows = st->rows;
+    out->counts = st->attend->counts;
+    out->index = st->attend->index;
+    return cudaSuccess;
+}
+
+/* select-attend's, and at most a full cache's hidden states and K/V (every key kept)
+ * with the projections and cuBLAS's workspace. */
+static size_t select_recompute_private_bytes(const problem_t *p, const attn_plan_t *plan)
+{
+    const size_t es = dtype_size(p->dtype), streams = (size_t)problem_streams(p), keys = (size_t)problem_keys(p);
+    const size_t hidden = (size_t)recompute_hidden(p->heads, p->head_dim), kv_row = (size_t)2 * p->kv_heads * p->head_dim;
+    const size_t own = (streams * keys * (hidden + kv_row) + hidden * kv_row) * es + ((size_t)32 << 20);
+    return select_attend_private_bytes(p, plan) + own;
+}
+
+/* The model's before the sets are known: the harness replaces them with the kept
+ * tokens' (io_recompute_bytes) once the setup's filter step has chosen them. */
+static attn_io_t select_recompute_io(const problem_t *p, const attn_plan_t *plan)
+{
+    attn_io_t io = select_filter_io(p, plan);
+    io.bytes = io.unique_bytes = io_recompute_bytes(p, 1.0);
+    io.flops = io_recompute_flops(p, 1.0);
+    return io;
+}
+
+extern "C" const attn_kernel_t kernel_select_recompute = {
+    "select-recompute",
+    "Select-Attention's selected step with no KV cache: the kept tokens' K/V recomputed from their hidden "
+    "states (width h*d) by cuBLAS GEMMs, then attention of every head over them (--top-p; the filter runs "
+    "once, outside timing)",
+    "contiguous and paged caches (the filter step's); MHA, GQA, MQA; indirection; fp16, bf16, fp32; head_dim "
+    "multiple of 8 up to 256; split-KV; one query token; no 8-bit KV cache, no --tp, no --ctx-dist",
+    select_unsupported,
+    share_layout,
+    share_plan,
+    select_workspace_bytes,
+    select_recompute_private_bytes,
+    select_recompute_io,
+    select_recompute_setup,
+    select_recompute_launch,
+    select_recompute_teardown,
+    NULL, /* not a peer */
+    0,    /* does not run --step append */
+    ATTN_APPROX_RECOMPUTE,
+    select_selection,
+    select_recompute_own_kv,
 };

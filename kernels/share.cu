@@ -92,5 +92,7 @@ extern "C" const attn_kernel_t kernel_share = {
     share_teardown,
     NULL, /* not a peer */
     0,    /* does not run --step append */
-    ATTN_APPROX_SHARE,    NULL, /* selects no keys */
+    ATTN_APPROX_SHARE,
+    NULL, /* selects no keys */
+    NULL, /* reads the cache's K/V */
 };

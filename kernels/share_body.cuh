@@ -29,7 +29,8 @@ struct share_params {
     float2 *stats;
     float *partials;
     /* NULL, or the keys of each stream's selected step: index[s * keys + i] for i below
-     * counts[s] (select-attend); the logits are stored at i */
+     * counts[s] (select-attend); the logits are stored at i. counts without index: the
+     * first counts[s] positions (select-recompute's own K/V) */
     const int *index, *counts;
     int streams, heads, group, batches, keys, d, essential, splits, chunk, lpr, vectors;
     float scale;
@@ -74,7 +75,7 @@ __device__ __forceinline__ void ml_combine(float &m, float &l, float m2, float l
 }
 
 /* The keys stream s attends to, and the position of its i-th. */
-__device__ __forceinline__ int share_keys_of(const share_params &P, int s) { return P.index ? P.counts[s] : P.keys; }
+__device__ __forceinline__ int share_keys_of(const share_params &P, int s) { return P.counts ? P.counts[s] : P.keys; }
 __device__ __forceinline__ int share_key_pos(const share_params &P, int s, int i)
 {
     return P.index ? P.index[(int64_t)s * P.keys + i] : i;

@@ -331,8 +331,9 @@ static void put_row(FILE *f, const char *kernel, const char *args, double us, do
 }
 
 /* table --select-total: layers before the filter layer at fused's time, the filter step,
- * the layers after it at the selected step's; configurations without both steps at a p
- * give no line; a filter layer beyond the model's layers is refused. */
+ * the layers after it at the selected step's (and at select-recompute's where measured);
+ * configurations without both steps at a p give no line; a filter layer beyond the
+ * model's layers is refused. */
 static void test_select_total(void **state)
 {
     (void)state;
@@ -346,6 +347,7 @@ static void test_select_total(void **state)
     put_row(f, "select-filter", "--kernel select-filter --top-p 0.9", 120.0, 0.05);
     put_row(f, "select-attend", "--kernel select-attend --top-p 0.9", 10.0, 0.05);
     put_row(f, "select-attend", "--kernel select-attend --top-p 0.95", 12.0, 0.08);
+    put_row(f, "select-recompute", "--kernel select-recompute --top-p 0.9", 50.0, 0.05);
     fclose(f);
     csv_table_t t;
     char msg[256];
@@ -355,8 +357,8 @@ static void test_select_total(void **state)
     FILE *out = open_memstream(&text, &size);
     assert_int_equal(select_total_render(out, &t, 15, TABLE_MD, msg, sizeof msg), 0);
     fclose(out);
-    /* full 32 x 100 us; select (14 x 100 + 120 + 17 x 10) us */
-    assert_non_null(strstr(text, "| h100 | 7b | 1 | 1 | 8192 | 0.9 | 5.0% | 3.200 | 1.690 | 0.53 |"));
+    /* full 32 x 100 us; select (14 x 100 + 120 + 17 x 10) us; recomputing (14 x 100 + 120 + 17 x 50) us */
+    assert_non_null(strstr(text, "| h100 | 7b | 1 | 1 | 8192 | 0.9 | 5.0% | 3.200 | 1.690 | 0.53 | 2.370 | 0.74 |"));
     assert_null(strstr(text, "| 0.95 |"));
     free(text);
     out = open_memstream(&text, &size);

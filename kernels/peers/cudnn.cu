@@ -466,7 +466,9 @@ extern "C" const attn_kernel_t kernel_cudnn = {
     cudnn_teardown,
     CUDNN_PEER_PACKAGE,
     0, /* no --step append */
-    ATTN_EXACT,    NULL, /* selects no keys */
+    ATTN_EXACT,
+    NULL, /* selects no keys */
+    NULL, /* reads the cache's K/V */
 };
 
 #endif /* __CUDA_ARCH__ */

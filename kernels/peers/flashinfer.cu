@@ -760,7 +760,9 @@ extern "C" const attn_kernel_t kernel_flashinfer = {
     fi_teardown,
     "FlashInfer 0.7.2",
     0, /* no --step append */
-    ATTN_EXACT,    NULL, /* selects no keys */
+    ATTN_EXACT,
+    NULL, /* selects no keys */
+    NULL, /* reads the cache's K/V */
 };
 
 #else

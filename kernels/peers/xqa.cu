@@ -354,7 +354,9 @@ extern "C" const attn_kernel_t kernel_xqa = {
     xqa_teardown,
     XQA_PACKAGE,
     0, /* no --step append */
-    ATTN_EXACT,    NULL, /* selects no keys */
+    ATTN_EXACT,
+    NULL, /* selects no keys */
+    NULL, /* reads the cache's K/V */
 };
 
 #else /* XQA's sources are not there */

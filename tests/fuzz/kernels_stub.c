@@ -19,6 +19,8 @@ static cudaError_t no_selection(const attn_args_t *a, unsigned char *chosen)
 const attn_kernel_t kernel_select_filter = {.name = "select-filter", .selection = no_selection};
 const attn_kernel_t kernel_select_attend = {.name = "select-attend", .approx = ATTN_APPROX_SELECT,
                                             .selection = no_selection};
+const attn_kernel_t kernel_select_recompute = {.name = "select-recompute", .approx = ATTN_APPROX_RECOMPUTE,
+                                               .selection = no_selection};
 const attn_kernel_t kernel_flashinfer = {.name = "flashinfer", .peer = "FlashInfer 0.7.2"};
 const attn_kernel_t kernel_xqa = {.name = "xqa", .peer = "FlashInfer 0.7.2"};
 const attn_kernel_t kernel_flashinfer_cascade = {.name = "flashinfer-cascade", .peer = "FlashInfer 0.7.2"};
