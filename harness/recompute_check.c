@@ -112,10 +112,35 @@ static int judge_token(const own_kv_host_t *h, const problem_t *p, const kv_geom
     return bad;
 }
 
+/* The first kept row of any stream with a non-finite element (one that was never
+ * written, as the kernel poisons them), as stream * rows + row, or -1. */
+static long first_unwritten(const own_kv_host_t *h, const problem_t *p)
+{
+    const int g = p->kv_heads, d = p->head_dim;
+    for (int s = 0; s < problem_streams(p); ++s)
+        for (int wh = 0; wh < 2 * g; ++wh)
+            for (long i = 0; i < h->counts[s]; ++i) {
+                const float *row = h->kv + (((size_t)s * 2 * g + wh) * h->rows + i) * d;
+                for (int x = 0; x < d; ++x)
+                    if (!isfinite(row[x])) return (long)s * h->rows + i;
+            }
+    return -1;
+}
+
 int recompute_check(const own_kv_host_t *h, const problem_t *p, const kv_geometry_t *geom,
                     const int32_t *indirection, uint64_t seed, double budget_s, result_row_t *row)
 {
     const int streams = problem_streams(p), g = p->kv_heads, d = p->head_dim, hidden = recompute_hidden(p->heads, d);
+    const long unwritten = first_unwritten(h, p);
+    if (unwritten >= 0) {
+        char what[160];
+        problem_describe(p, what, sizeof what);
+        fprintf(stderr, "attnbench: %s %s: recomputed K/V of stream %ld's kept key %ld not finite (never written?)\n",
+                row->kernel, what, unwritten / h->rows, unwritten % h->rows);
+        snprintf(row->status, sizeof row->status, "%s", "mismatch");
+        snprintf(row->verified, sizeof row->verified, "%s", "no");
+        return 0;
+    }
     float *w = malloc((size_t)2 * g * hidden * d * sizeof *w);
     if (!w) return -1;
     reference_recompute_w(seed, g, hidden, d, w);

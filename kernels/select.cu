@@ -527,6 +527,8 @@ static cudaError_t recompute_fill(attn_args_t *a, recompute_state *st)
     if (e == cudaSuccess) e = cudaMalloc(&st->x, (size_t)streams * st->rows * hidden * es);
     if (e == cudaSuccess) e = cudaMalloc(&st->w, (size_t)2 * g * hidden * d * es);
     if (e == cudaSuccess) e = cudaMalloc(&st->kv, (size_t)streams * 2 * g * st->rows * d * es);
+    /* NaN in every dtype (all bits set): a row the GEMMs do not write is caught */
+    if (e == cudaSuccess) e = cudaMemset(st->kv, 0xff, (size_t)streams * 2 * g * st->rows * d * es);
     if (e != cudaSuccess) return e;
     const dim3 grid((unsigned)st->rows, (unsigned)streams);
     const unsigned wgrid = 1024;
