@@ -531,13 +531,10 @@ static cudaError_t selection_of(const runner_t *r, const problem_t *p, const att
     cudaError_t e = run->selection(a, *chosen);
     if (e != cudaSuccess) return e;
     row->kept = select_kept(p, *chosen);
-    if (run->approx == ATTN_APPROX_SELECT) {
-        io->bytes = io->unique_bytes = io_selected_bytes(p, row->kept);
-        io->flops = io_flops(p) * row->kept;
-        row_set_io(r, io, row);
-    } else if (run->approx == ATTN_APPROX_RECOMPUTE) {
-        io->bytes = io->unique_bytes = io_recompute_bytes(p, row->kept);
-        io->flops = io_recompute_flops(p, row->kept);
+    if (run->approx == ATTN_APPROX_SELECT || run->approx == ATTN_APPROX_RECOMPUTE) {
+        const int recompute = run->approx == ATTN_APPROX_RECOMPUTE;
+        io->bytes = io->unique_bytes = recompute ? io_recompute_bytes(p, row->kept) : io_selected_bytes(p, row->kept);
+        io->flops = recompute ? io_recompute_flops(p, row->kept) : io_flops(p) * row->kept;
         row_set_io(r, io, row);
     }
     return cudaSuccess;

@@ -233,8 +233,29 @@ static inline void cublas_state_free(cublas_state_t *st)
     free(st);
 }
 
-/* Private buffers and handle. fp32 accumulation everywhere: reduced-precision split-K
- * reductions are disallowed, and CUBLAS_COMPUTE_32F on fp32 data never uses TF32. */
+/* A handle and the workspace we hand it (CUBLAS_WORKSPACE_BYTES). fp32 accumulation
+ * everywhere: reduced-precision split-K reductions are disallowed, and
+ * CUBLAS_COMPUTE_32F on fp32 data never uses TF32. */
+static inline cudaError_t cublas_handle_open(cublasHandle_t *handle, void **workspace)
+{
+    CUBLAS_K_CHECK_CUDA(cudaMalloc(workspace, CUBLAS_WORKSPACE_BYTES));
+    CUBLAS_K_CHECK_BLAS(cublasCreate(handle));
+    CUBLAS_K_CHECK_BLAS(cublasSetMathMode(
+        *handle, (cublasMath_t)(CUBLAS_DEFAULT_MATH | CUBLAS_MATH_DISALLOW_REDUCED_PRECISION_REDUCTION)));
+    CUBLAS_K_CHECK_BLAS(cublasSetPointerMode(*handle, CUBLAS_POINTER_MODE_HOST));
+    return cudaSuccess;
+}
+
+/* cublasSetStream resets the workspace to cuBLAS's own pool, which allocates on
+ * first use and so cannot be captured in a graph: set ours again after it. */
+static inline cudaError_t cublas_handle_bind(cublasHandle_t handle, void *workspace, cudaStream_t stream)
+{
+    CUBLAS_K_CHECK_BLAS(cublasSetStream(handle, stream));
+    CUBLAS_K_CHECK_BLAS(cublasSetWorkspace(handle, workspace, CUBLAS_WORKSPACE_BYTES));
+    return cudaSuccess;
+}
+
+/* Private buffers and handle. */
 static inline cudaError_t cublas_state_open(cublas_state_t *st, const cublas_pipeline_t *pl,
                                             dtype_t dtype)
 {
@@ -245,12 +266,7 @@ static inline cudaError_t cublas_state_open(cublas_state_t *st, const cublas_pip
     if (pl->q_staged_bytes) CUBLAS_K_CHECK_CUDA(cudaMalloc(&st->bufs.q_staged, pl->q_staged_bytes));
     if (pl->acc_bytes) CUBLAS_K_CHECK_CUDA(cudaMalloc((void **)&st->bufs.acc, pl->acc_bytes));
     CUBLAS_K_CHECK_CUDA(cudaMalloc((void **)&st->table, pl->table_entries * sizeof(void *)));
-    CUBLAS_K_CHECK_CUDA(cudaMalloc(&st->workspace, CUBLAS_WORKSPACE_BYTES));
-    CUBLAS_K_CHECK_BLAS(cublasCreate(&st->handle));
-    CUBLAS_K_CHECK_BLAS(cublasSetMathMode(
-        st->handle, (cublasMath_t)(CUBLAS_DEFAULT_MATH | CUBLAS_MATH_DISALLOW_REDUCED_PRECISION_REDUCTION)));
-    CUBLAS_K_CHECK_BLAS(cublasSetPointerMode(st->handle, CUBLAS_POINTER_MODE_HOST));
-    return cudaSuccess;
+    return cublas_handle_open(&st->handle, &st->workspace);
 }
 
 static inline cudaError_t cublas_state_upload_table(cublas_state_t *st, const void **host_table)
@@ -285,13 +301,9 @@ static inline cudaError_t cublas_state_check_buffers(const cublas_state_t *st, c
     return cudaSuccess;
 }
 
-/* cublasSetStream resets the workspace to cuBLAS's own pool, which allocates on
- * first use and so cannot be captured in a graph: set ours again after it. */
 static inline cudaError_t cublas_state_bind(cublas_state_t *st, cudaStream_t stream)
 {
-    CUBLAS_K_CHECK_BLAS(cublasSetStream(st->handle, stream));
-    CUBLAS_K_CHECK_BLAS(cublasSetWorkspace(st->handle, st->workspace, CUBLAS_WORKSPACE_BYTES));
-    return cudaSuccess;
+    return cublas_handle_bind(st->handle, st->workspace, stream);
 }
 
 /* Enqueue gemm[first .. first + count) of the pipeline. Default algorithm: tensor

@@ -12,9 +12,9 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <cuda_runtime.h>
-#include <cublas_v2.h>
 
 #include "registry.h"
+#include "cublas_common.cuh"
 #include "share_body.cuh"
 #include "../problem/recompute.h"
 #include "../problem/top_p.h"
@@ -22,6 +22,10 @@
 extern "C" const attn_kernel_t kernel_select_filter, kernel_select_attend, kernel_select_recompute;
 
 #define SELECT_THREADS 1024
+/* What each of Select-Attention's kernels runs beside the caches, for `list` */
+#define SELECT_SUPPORTS                                                                               \
+    "MHA, GQA, MQA; indirection; fp16, bf16, fp32; head_dim multiple of 8 up to 256; split-KV; one " \
+    "query token; no 8-bit KV cache, no --tp, no --ctx-dist"
 
 /* The workspace after share's: scores [streams][keys] float, mask [streams][keys] bytes,
  * kept [streams] int. */
@@ -220,13 +224,14 @@ struct attend_state {
 
 static const char *select_unsupported(const problem_t *p)
 {
-    if (p->kv_quant != KV_QUANT_NONE) return "Select-Attention's steps read a cache in --dtype only, not an 8-bit KV cache";
-    if (p->tp > 1) return "Select-Attention's steps run on one GPU (no --tp)";
-    if (problem_ragged(p)) return "Select-Attention's steps take one context length for every request (no --ctx-dist)";
-    if (p->q_len > 1) return "Select-Attention's steps rank the keys of one query token per stream (no --q-len > 1)";
-    if (problem_streams(p) > 65535 || (long)p->kv_heads * share_batches(problem_group(p)) > 65535)
-        return "Select-Attention's steps launch a CTA row per stream and per (kv head, 4 heads): at most 65535 of each";
-    return NULL;
+    static const share_limit_reasons why = {
+        "Select-Attention's steps read a cache in --dtype only, not an 8-bit KV cache",
+        "Select-Attention's steps run on one GPU (no --tp)",
+        "Select-Attention's steps take one context length for every request (no --ctx-dist)",
+        "Select-Attention's steps rank the keys of one query token per stream (no --q-len > 1)",
+        "Select-Attention's steps launch a CTA row per stream and per (kv head, 4 heads): at most 65535 of each",
+    };
+    return share_launch_limits(p, why);
 }
 
 static size_t select_workspace_bytes(const problem_t *p, const attn_plan_t *plan)
@@ -303,8 +308,7 @@ extern "C" const attn_kernel_t kernel_select_filter = {
     "select-filter",
     "Select-Attention's filter step: exact attention (share's launches, every head essential), each key's "
     "head-averaged weight, and the top-p set of keys per stream by radix select on their mass (--top-p)",
-    "contiguous and paged caches; MHA, GQA, MQA; indirection; fp16, bf16, fp32; head_dim multiple of 8 "
-    "up to 256; split-KV; one query token; no 8-bit KV cache, no --tp, no --ctx-dist",
+    "contiguous and paged caches; " SELECT_SUPPORTS,
     select_unsupported,
     share_layout,
     share_plan,
@@ -420,8 +424,7 @@ extern "C" const attn_kernel_t kernel_select_attend = {
     "select-attend",
     "Select-Attention's selected step: attention of every head over the keys the filter step chose "
     "for its stream (--top-p; the filter runs once, outside timing), gathered from the cache",
-    "contiguous and paged caches; MHA, GQA, MQA; indirection; fp16, bf16, fp32; head_dim multiple of 8 "
-    "up to 256; split-KV; one query token; no 8-bit KV cache, no --tp, no --ctx-dist",
+    "contiguous and paged caches; " SELECT_SUPPORTS,
     select_unsupported,
     share_layout,
     share_plan,
@@ -455,6 +458,7 @@ struct recompute_state {
     int *counts;           /* [streams], host: each stream's kept tokens, its GEMM's width */
     int rows;              /* the most any stream kept */
     cublasHandle_t blas;
+    void *blas_workspace;
 };
 
 /* The kept tokens' hidden states: row i of stream s is the token of its key index[i]. */
@@ -480,9 +484,16 @@ __global__ void recompute_w_kernel(T *w, int kv_heads, int hidden, int d, uint64
     }
 }
 
-cudaDataType_t blas_type(dtype_t t)
+/* The kept tokens' hidden states and the projections, in T. */
+template <typename T> cudaError_t recompute_inputs(const attn_args_t *a, const recompute_state *st)
 {
-    return t == DTYPE_FP32 ? CUDA_R_32F : t == DTYPE_BF16 ? CUDA_R_16BF : CUDA_R_16F;
+    const problem_t *p = &a->problem;
+    const int hidden = recompute_hidden(p->heads, p->head_dim);
+    recompute_x_kernel<T><<<dim3((unsigned)st->rows, (unsigned)problem_streams(p)), 256>>>(
+        (T *)st->x, st->attend->index, st->attend->counts, a->geom, a->indirection, problem_streams(p),
+        problem_keys(p), st->rows, hidden, a->seed);
+    recompute_w_kernel<T><<<1024, 256>>>((T *)st->w, p->kv_heads, hidden, p->head_dim, a->seed);
+    return cudaGetLastError();
 }
 
 /* The contiguous geometry of the recomputed K/V: every row a stream's own, none shared. */
@@ -506,6 +517,7 @@ static void select_recompute_teardown(attn_args_t *a)
     cudaFree(st->x);
     cudaFree(st->w);
     cudaFree(st->kv);
+    cudaFree(st->blas_workspace);
     free(st->counts);
     if (st->blas) cublasDestroy(st->blas);
     a->state = st->attend;
@@ -516,7 +528,7 @@ static void select_recompute_teardown(attn_args_t *a)
 static cudaError_t recompute_fill(attn_args_t *a, recompute_state *st)
 {
     const problem_t *p = &a->problem;
-    const int streams = problem_streams(p), keys = problem_keys(p), d = p->head_dim, g = p->kv_heads;
+    const int streams = problem_streams(p), d = p->head_dim, g = p->kv_heads;
     const int hidden = recompute_hidden(p->heads, d);
     const size_t es = dtype_size(p->dtype);
     st->counts = (int *)malloc((size_t)streams * sizeof(int));
@@ -526,29 +538,16 @@ static cudaError_t recompute_fill(attn_args_t *a, recompute_state *st)
     for (int s = 0; e == cudaSuccess && s < streams; ++s) st->rows = st->counts[s] > st->rows ? st->counts[s] : st->rows;
     if (e == cudaSuccess) e = cudaMalloc(&st->x, (size_t)streams * st->rows * hidden * es);
     if (e == cudaSuccess) e = cudaMalloc(&st->w, (size_t)2 * g * hidden * d * es);
-    if (e == cudaSuccess) e = cudaMalloc(&st->kv, (size_t)streams * 2 * g * st->rows * d * es);
+    const size_t kv_bytes = (size_t)streams * 2 * g * st->rows * d * es;
+    if (e == cudaSuccess) e = cudaMalloc(&st->kv, kv_bytes);
     /* NaN in every dtype (all bits set): a row the GEMMs do not write is caught */
-    if (e == cudaSuccess) e = cudaMemset(st->kv, 0xff, (size_t)streams * 2 * g * st->rows * d * es);
+    if (e == cudaSuccess) e = cudaMemset(st->kv, 0xff, kv_bytes);
     if (e != cudaSuccess) return e;
-    const dim3 grid((unsigned)st->rows, (unsigned)streams);
-    const unsigned wgrid = 1024;
-    if (p->dtype == DTYPE_FP32) {
-        recompute_x_kernel<float><<<grid, 256>>>((float *)st->x, st->attend->index, st->attend->counts, a->geom,
-                                                 a->indirection, streams, keys, st->rows, hidden, a->seed);
-        recompute_w_kernel<float><<<wgrid, 256>>>((float *)st->w, g, hidden, d, a->seed);
-    } else if (p->dtype == DTYPE_BF16) {
-        recompute_x_kernel<__nv_bfloat16><<<grid, 256>>>((__nv_bfloat16 *)st->x, st->attend->index,
-                                                         st->attend->counts, a->geom, a->indirection, streams,
-                                                         keys, st->rows, hidden, a->seed);
-        recompute_w_kernel<__nv_bfloat16><<<wgrid, 256>>>((__nv_bfloat16 *)st->w, g, hidden, d, a->seed);
-    } else {
-        recompute_x_kernel<__half><<<grid, 256>>>((__half *)st->x, st->attend->index, st->attend->counts, a->geom,
-                                                  a->indirection, streams, keys, st->rows, hidden, a->seed);
-        recompute_w_kernel<__half><<<wgrid, 256>>>((__half *)st->w, g, hidden, d, a->seed);
-    }
-    e = cudaGetLastError();
+    e = p->dtype == DTYPE_FP32   ? recompute_inputs<float>(a, st)
+        : p->dtype == DTYPE_BF16 ? recompute_inputs<__nv_bfloat16>(a, st)
+                                 : recompute_inputs<__half>(a, st);
     if (e == cudaSuccess) e = cudaDeviceSynchronize();
-    if (e == cudaSuccess && cublasCreate(&st->blas) != CUBLAS_STATUS_SUCCESS) e = cudaErrorInitializationError;
+    if (e == cudaSuccess) e = cublas_handle_open(&st->blas, &st->blas_workspace);
     return e;
 }
 
@@ -578,20 +577,20 @@ static cudaError_t select_recompute_launch(attn_args_t *a, cudaStream_t stream)
     const int streams = problem_streams(p), d = p->head_dim, g = p->kv_heads;
     const int hidden = recompute_hidden(p->heads, d);
     const size_t es = dtype_size(p->dtype);
-    const cudaDataType_t type = blas_type(p->dtype);
+    const cudaDataType_t type = cublas_data_type(p->dtype);
     const float one = 1.0f, zero = 0.0f;
-    if (cublasSetStream(st->blas, stream) != CUBLAS_STATUS_SUCCESS) return cudaErrorUnknown;
+    const cudaError_t bound = cublas_handle_bind(st->blas, st->blas_workspace, stream);
+    if (bound != cudaSuccess) return bound;
     for (int s = 0; s < streams; ++s) {
         if (st->counts[s] == 0) continue;
         /* column-major: each (K or V, kv head) block's [d x n] = W block [d x hidden] . X_s [hidden x n],
          * written as the block's rows [n][d] of the contiguous cache */
         const char *x = (const char *)st->x + (size_t)s * st->rows * hidden * es;
         char *kv = (char *)st->kv + (size_t)s * 2 * g * st->rows * d * es;
-        cublasStatus_t bs = cublasGemmStridedBatchedEx(
+        CUBLAS_K_CHECK_BLAS(cublasGemmStridedBatchedEx(
             st->blas, CUBLAS_OP_N, CUBLAS_OP_N, d, st->counts[s], hidden, &one, st->w, type, d, (long long)hidden * d,
             x, type, hidden, 0, &zero, kv, type, d, (long long)st->rows * d, 2 * g, CUBLAS_COMPUTE_32F,
-            CUBLAS_GEMM_DEFAULT);
-        if (bs != CUBLAS_STATUS_SUCCESS) return cudaErrorUnknown;
+            CUBLAS_GEMM_DEFAULT));
     }
     const kv_geometry_t own = recompute_geometry(a, st->rows);
     return attend_kept(a, st->attend, st->kv, &own, stream);
@@ -609,12 +608,13 @@ static cudaError_t select_recompute_own_kv(const attn_args_t *a, attn_own_kv_t *
 }
 
 /* select-attend's, and at most a full cache's hidden states and K/V (every key kept)
- * with the projections and cuBLAS's workspace. */
+ * with the projections, cuBLAS's workspace and its handle's allowance. */
 static size_t select_recompute_private_bytes(const problem_t *p, const attn_plan_t *plan)
 {
     const size_t es = dtype_size(p->dtype), streams = (size_t)problem_streams(p), keys = (size_t)problem_keys(p);
     const size_t hidden = (size_t)recompute_hidden(p->heads, p->head_dim), kv_row = (size_t)2 * p->kv_heads * p->head_dim;
-    const size_t own = (streams * keys * (hidden + kv_row) + hidden * kv_row) * es + ((size_t)32 << 20);
+    const size_t own = (streams * keys * (hidden + kv_row) + hidden * kv_row) * es + CUBLAS_WORKSPACE_BYTES +
+                       CUBLAS_HANDLE_ALLOWANCE_BYTES;
     return select_attend_private_bytes(p, plan) + own;
 }
 
@@ -633,8 +633,7 @@ extern "C" const attn_kernel_t kernel_select_recompute = {
     "Select-Attention's selected step with no KV cache: the kept tokens' K/V recomputed from their hidden "
     "states (width h*d) by cuBLAS GEMMs, then attention of every head over them (--top-p; the filter runs "
     "once, outside timing)",
-    "contiguous and paged caches (the filter step's); MHA, GQA, MQA; indirection; fp16, bf16, fp32; head_dim "
-    "multiple of 8 up to 256; split-KV; one query token; no 8-bit KV cache, no --tp, no --ctx-dist",
+    "contiguous and paged caches (the filter step's); " SELECT_SUPPORTS,
     select_unsupported,
     share_layout,
     share_plan,

@@ -18,13 +18,14 @@ extern "C" const attn_kernel_t kernel_share;
 
 static const char *share_unsupported(const problem_t *p)
 {
-    if (p->kv_quant != KV_QUANT_NONE) return "share reads a cache in --dtype only, not an 8-bit KV cache";
-    if (p->tp > 1) return "share runs on one GPU (no --tp)";
-    if (problem_ragged(p)) return "share takes one context length for every request (no --ctx-dist)";
-    if (p->q_len > 1) return "share attends one query token per stream (no --q-len > 1)";
-    if (problem_streams(p) > 65535 || (long)p->kv_heads * share_batches(problem_group(p)) > 65535)
-        return "share launches a CTA row per stream and per (kv head, 4 heads): at most 65535 of each";
-    return NULL;
+    static const share_limit_reasons why = {
+        "share reads a cache in --dtype only, not an 8-bit KV cache",
+        "share runs on one GPU (no --tp)",
+        "share takes one context length for every request (no --ctx-dist)",
+        "share attends one query token per stream (no --q-len > 1)",
+        "share launches a CTA row per stream and per (kv head, 4 heads): at most 65535 of each",
+    };
+    return share_launch_limits(p, why);
 }
 
 static share_ws_t share_ws(const problem_t *p, const attn_plan_t *plan)

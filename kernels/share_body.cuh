@@ -324,6 +324,22 @@ struct share_state {
     int *map;
 };
 
+/* What share's launches cannot run, each reason in the words of the kernel that runs
+ * them: an 8-bit cache, --tp, ragged lengths, --q-len > 1, more CTA rows (streams, or kv
+ * heads times batches of 4 heads) than a grid dimension holds. */
+struct share_limit_reasons {
+    const char *kv_quant, *tp, *ragged, *q_len, *grid;
+};
+static const char *share_launch_limits(const problem_t *p, const share_limit_reasons &why)
+{
+    if (p->kv_quant != KV_QUANT_NONE) return why.kv_quant;
+    if (p->tp > 1) return why.tp;
+    if (problem_ragged(p)) return why.ragged;
+    if (p->q_len > 1) return why.q_len;
+    if (problem_streams(p) > 65535 || (long)p->kv_heads * share_batches(problem_group(p)) > 65535) return why.grid;
+    return NULL;
+}
+
 static kv_layout_t share_layout(const problem_t *p)
 {
     return p->cache == CACHE_PAGED ? LAYOUT_PAGED : LAYOUT_CONTIGUOUS;
