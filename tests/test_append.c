@@ -32,16 +32,6 @@ static problem_t append_problem(int beam, int heads, int kv_heads, int head_dim,
     return p;
 }
 
-static ref_source_t logical_source(const problem_t *p, kv_layout_t layout, uint64_t seed)
-{
-    ref_source_t s;
-    memset(&s, 0, sizeof s);
-    s.p = p;
-    s.geom = kv_geometry_make(p, layout);
-    s.seed = seed;
-    return s;
-}
-
 static void test_rope_pairs(void **state)
 {
     (void)state;
@@ -153,7 +143,7 @@ static void test_step_writes(void **state)
     for (int rope = ROPE_NEOX; rope <= ROPE_GPTJ; ++rope) {
         problem_t p = append_problem(2, 4, 2, 128, 1000, 3, (rope_t)rope);
         p.dtype = DTYPE_BF16;
-        ref_source_t s = logical_source(&p, LAYOUT_CONTIGUOUS, seed);
+        ref_source_t s = test_logical_source(&p, LAYOUT_CONTIGUOUS, seed);
         const int d = 128, pos = 1002, stream = 3;
         double q[128], k[128], v[128];
         reference_append_q(&s, stream, 1, q);
@@ -191,7 +181,7 @@ static void test_step_writes_codes(void **state)
             problem_t p = append_problem(1, 8, 4, 64, 50, 2, ROPE_GPTJ);
             p.kv_quant = (kv_quant_t)quant;
             p.kv_scale = (kv_scale_t)scale;
-            ref_source_t s = logical_source(&p, LAYOUT_CONTIGUOUS, 9);
+            ref_source_t s = test_logical_source(&p, LAYOUT_CONTIGUOUS, 9);
             for (int head = 0; head < 4; ++head)
                 for (int which = 0; which < 2; ++which) {
                     double row[64], rotated[64];
@@ -274,15 +264,15 @@ static void test_reference_attends_to_step(void **state)
             p.block_size = 8;
             p.rope_base = 500000.0;
             p.rope_scale = 2.0;
-            ref_source_t logical = logical_source(&p, LAYOUT_CONTIGUOUS, seed);
+            ref_source_t logical = test_logical_source(&p, LAYOUT_CONTIGUOUS, seed);
             paged_map_t map;
             assert_int_equal(paged_map_build(&p, seed, &map), 0);
-            ref_source_t cont = logical_source(&p, LAYOUT_CONTIGUOUS, seed);
+            ref_source_t cont = test_logical_source(&p, LAYOUT_CONTIGUOUS, seed);
             cont.kv = layout_materialize(&cont.geom, &p, seed, NULL, 0);
-            ref_source_t paged = logical_source(&p, LAYOUT_PAGED, seed);
+            ref_source_t paged = test_logical_source(&p, LAYOUT_PAGED, seed);
             paged.kv = layout_materialize(&paged.geom, &p, seed, &map, 0);
             paged.block_table = map.table;
-            ref_source_t bif = logical_source(&p, LAYOUT_BIFURCATED, seed);
+            ref_source_t bif = test_logical_source(&p, LAYOUT_BIFURCATED, seed);
             bif.kv_ctx = layout_materialize(&bif.geom, &p, seed, NULL, 0);
             bif.kv_dec = layout_materialize(&bif.geom, &p, seed, NULL, 1);
             assert_true(cont.kv && paged.kv && bif.kv_ctx && bif.kv_dec);
@@ -300,7 +290,7 @@ static void test_reference_attends_to_step(void **state)
                     /* attend over the same cache is another result: the step acts */
                     problem_t attend = p;
                     attend.step = STEP_ATTEND;
-                    ref_source_t a = logical_source(&attend, LAYOUT_CONTIGUOUS, seed);
+                    ref_source_t a = test_logical_source(&attend, LAYOUT_CONTIGUOUS, seed);
                     reference_row(&a, stream, head, got);
                     assert_true(max_diff(want, got, 64) > 1e-3);
                 }
@@ -375,7 +365,7 @@ static void test_kernel_writes_every_slot_once(void **state)
             p.block_size = 8;
             p.kv_quant = li == 1 ? KV_QUANT_INT8 : KV_QUANT_NONE;
             p.kv_scale = KV_SCALE_HEAD;
-            ref_source_t src = logical_source(&p, layouts[li], seed);
+            ref_source_t src = test_logical_source(&p, layouts[li], seed);
             paged_map_t map = {0};
             if (layouts[li] == LAYOUT_PAGED) assert_int_equal(paged_map_build(&p, seed, &map), 0);
             const int part = layouts[li] == LAYOUT_BIFURCATED;   /* the buffer of the current slot */

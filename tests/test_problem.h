@@ -5,8 +5,17 @@
 
 #include <stdio.h>
 #include <string.h>
+#include "../harness/layouts.h"
 #include "../problem/device_info.h"
 #include "../problem/problem.h"
+#include "../reference/reference.h"
+
+/* p must validate. */
+static inline void test_validate(problem_t *p)
+{
+    char msg[256];
+    assert_int_equal(problem_validate(p, msg, sizeof msg), 0);
+}
 
 static inline problem_t test_problem(int batch, int beam, int heads, int kv_heads, int head_dim, int ctx,
                                      int gen)
@@ -28,9 +37,19 @@ static inline problem_t test_paged_problem(int batch, int beam, int heads, int k
     problem_t p = test_problem(batch, beam, heads, kv_heads, head_dim, ctx, gen);
     p.cache = CACHE_PAGED;
     p.block_size = block_size;
-    char msg[256];
-    assert_int_equal(problem_validate(&p, msg, sizeof msg), 0);
+    test_validate(&p);
     return p;
+}
+
+/* The reference's source of p's logical inputs of this seed in this layout. */
+static inline ref_source_t test_logical_source(const problem_t *p, kv_layout_t layout, uint64_t seed)
+{
+    ref_source_t src;
+    memset(&src, 0, sizeof src);
+    src.p = p;
+    src.geom = kv_geometry_make(p, layout);
+    src.seed = seed;
+    return src;
 }
 
 /* An H100 as the planners see it: its SMs, memory and round peaks. */

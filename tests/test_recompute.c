@@ -176,11 +176,7 @@ static void test_source_is_the_selected_step(void **state)
     own_kv_host_t h;
     make_own(&p, &g, cache_value, &h);
     ref_source_t own = recompute_source(&h, 11);
-    ref_source_t cache;
-    memset(&cache, 0, sizeof cache);
-    cache.p = &p;
-    cache.geom = g;
-    cache.seed = 11;
+    ref_source_t cache = test_logical_source(&p, LAYOUT_CONTIGUOUS, 11);
     unsigned char *mask = calloc((size_t)streams * keys, 1);
     assert_non_null(mask);
     for (int s = 0; s < streams; ++s)

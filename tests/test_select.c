@@ -154,13 +154,8 @@ static void test_filter_scores(void **state)
             p.heavy_logit = 6.0;
             p.recent_logit = 4.0;
         }
-        char msg[256];
-        assert_int_equal(problem_validate(&p, msg, sizeof msg), 0);
-        ref_source_t src;
-        memset(&src, 0, sizeof src);
-        src.p = &p;
-        src.geom = kv_geometry_make(&p, LAYOUT_CONTIGUOUS);
-        src.seed = 5;
+        test_validate(&p);
+        const ref_source_t src = test_logical_source(&p, LAYOUT_CONTIGUOUS, 5);
         double *scores = malloc((size_t)(p.ctx + p.gen) * sizeof *scores);
         unsigned char *set = malloc((size_t)(p.ctx + p.gen));
         assert_non_null(scores);
@@ -200,14 +195,9 @@ static void test_key_mask(void **state)
 {
     (void)state;
     problem_t p = test_problem(1, 2, 4, 2, 16, 50, 3);
-    char msg[256];
-    assert_int_equal(problem_validate(&p, msg, sizeof msg), 0);
+    test_validate(&p);
+    ref_source_t src = test_logical_source(&p, LAYOUT_CONTIGUOUS, 9);
     const int keys = problem_keys(&p), d = p.head_dim;
-    ref_source_t src;
-    memset(&src, 0, sizeof src);
-    src.p = &p;
-    src.geom = kv_geometry_make(&p, LAYOUT_CONTIGUOUS);
-    src.seed = 9;
     unsigned char *mask = calloc((size_t)problem_streams(&p) * keys, 1);
     assert_non_null(mask);
     double exact[16], got[16], prob[64];
@@ -249,13 +239,8 @@ static void test_select_check(void **state)
     problem_t p = test_problem(3, 1, 8, 2, 64, 300, 5);
     p.scores = SCORES_PEAKED;
     p.top_p = 0.9;
-    char msg[256];
-    assert_int_equal(problem_validate(&p, msg, sizeof msg), 0);
-    ref_source_t src;
-    memset(&src, 0, sizeof src);
-    src.p = &p;
-    src.geom = kv_geometry_make(&p, LAYOUT_CONTIGUOUS);
-    src.seed = 11;
+    test_validate(&p);
+    ref_source_t src = test_logical_source(&p, LAYOUT_CONTIGUOUS, 11);
     const int streams = problem_streams(&p), keys = problem_keys(&p);
     unsigned char *chosen = malloc((size_t)streams * keys);
     double *scores = malloc((size_t)keys * sizeof *scores);

@@ -222,24 +222,13 @@ static void test_share_plan_and_workspace(void **state)
         }
 }
 
-/* A source of logical data for p. */
-static ref_source_t source(const problem_t *p, uint64_t seed)
-{
-    ref_source_t s;
-    memset(&s, 0, sizeof s);
-    s.p = p;
-    s.geom = kv_geometry_make(p, LAYOUT_CONTIGUOUS);
-    s.seed = seed;
-    return s;
-}
-
 /* Within one kv head, a shared head's output is its essential head's exact output:
  * the same weights on the same V. The identity map is exact attention. */
 static void test_reference_same_group(void **state)
 {
     (void)state;
     problem_t p = test_problem(1, 2, 4, 1, 64, 300, 9);
-    ref_source_t exact = source(&p, 5), shared = exact;
+    ref_source_t exact = test_logical_source(&p, LAYOUT_CONTIGUOUS, 5), shared = exact;
     int to[4] = {0, 0, 2, 0};
     shared.share_to = to;
     double a[64], b[64];
@@ -262,7 +251,7 @@ static void test_reference_cross_group(void **state)
     (void)state;
     const int d = 16, L = 40;
     problem_t p = test_problem(1, 1, 4, 4, d, 33, 7);
-    ref_source_t src = source(&p, 9);
+    ref_source_t src = test_logical_source(&p, LAYOUT_CONTIGUOUS, 9);
     int to[4] = {0, 0, 3, 3};
     src.share_to = to;
     for (int h = 0; h < 4; ++h) {
@@ -324,7 +313,7 @@ static void test_peaked_values_exact(void **state)
 /* The attention mass exact attention puts on the peaked positions, for head h. */
 static double peaked_mass(const problem_t *p, uint64_t seed, int h)
 {
-    ref_source_t src = source(p, seed);
+    ref_source_t src = test_logical_source(p, LAYOUT_CONTIGUOUS, seed);
     kv_geometry_t peaked = src.geom;
     if (!peaked.peaked) {   /* flat inputs: the positions peaked inputs would favour */
         problem_t q = *p;
@@ -368,7 +357,7 @@ static void test_peaked_concentrates(void **state)
     int to[8];
     for (int i = 0; i < 8; ++i) to[i] = share_synthetic_target(8, 4, i);
     for (int c = 0; c < 2; ++c) {
-        ref_source_t exact = source(cases[c], 11), shared = exact;
+        ref_source_t exact = test_logical_source(cases[c], LAYOUT_CONTIGUOUS, 11), shared = exact;
         shared.share_to = to;
         double diff2 = 0, ref2 = 0, a[128], b[128];
         for (int h = 0; h < 8; ++h) {
@@ -487,7 +476,7 @@ static void test_emulated_kernel_matches_reference(void **state)
         emulate_share(&p, &sp, 77, out, k_read);
         int to[64];
         for (int i = 0; i < p.heads; ++i) to[i] = problem_share_target(&p, i);
-        ref_source_t src = source(&p, 77);
+        ref_source_t src = test_logical_source(&p, LAYOUT_CONTIGUOUS, 77);
         src.share_to = to;
         for (int s = 0; s < S; ++s)
             for (int i = 0; i < p.heads; ++i) {
