@@ -33,25 +33,18 @@ const int GEMM_REPS = 10;
 
 #define TRY(call) do { err = (call); if (err != cudaSuccess) goto done; } while (0)
 
-/* The loads of the read measurements: plain non-coherent, the same with an L2
- * 256-byte prefetch hint (a candidate: which one reaches the DRAM limit depends on
- * the part), or cached in L2 only (the L2 measurement: an SM's L1 would otherwise
- * serve its own re-reads). */
-enum { LOAD_PLAIN, LOAD_PREFETCH, LOAD_L2_ONLY };
+/* The loads of the read measurements: plain non-coherent, or cached in L2 only (the
+ * L2 measurement: an SM's L1 would otherwise serve its own re-reads). The L2 256-byte
+ * prefetch hint read 2-5% slower than either on an H100 and an H200. */
+enum { LOAD_PLAIN, LOAD_L2_ONLY };
 template <int MODE> __device__ __forceinline__ uint4 load16(const uint4 *p)
 {
-    if (MODE == LOAD_PREFETCH) {
-        uint4 v;
-        asm("ld.global.nc.L1::no_allocate.L2::256B.v4.u32 {%0, %1, %2, %3}, [%4];"
-            : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w) : "l"(p));
-        return v;
-    }
     if (MODE == LOAD_L2_ONLY) return __ldcg(p);
     return __ldg(p);
 }
 
 /* One word per CTA, the xor of every thread's loads, so that no load can be dropped. */
-__device__ __forceinline__ void store_cta_xor(unsigned acc, unsigned *out)
+__device__ __forceinline__ void store_cta_xor(unsigned acc, unsigned *word)
 {
     for (int off = 16; off > 0; off >>= 1) acc ^= __shfl_xor_sync(0xffffffffu, acc, off);
     __shared__ unsigned warp_acc[32];
@@ -61,7 +54,7 @@ __device__ __forceinline__ void store_cta_xor(unsigned acc, unsigned *out)
     if (threadIdx.x == 0) {
         unsigned a = 0;
         for (int w = 0; w < (int)(blockDim.x / 32); ++w) a ^= warp_acc[w];
-        out[blockIdx.x] = a;
+        *word = a;
     }
 }
 
@@ -86,7 +79,7 @@ __global__ void read_kernel(const uint4 *__restrict__ p, int64_t n, int passes, 
             acc ^= v.x ^ v.y ^ v.z ^ v.w;
         }
     }
-    store_cta_xor(acc, out);
+    store_cta_xor(acc, out + blockIdx.x);
 }
 
 /* Each CTA's own contiguous share of n 16-byte vectors: [*begin, *end). */
@@ -121,7 +114,32 @@ __global__ void read_chunk_kernel(const uint4 *__restrict__ p, int64_t n, int pa
             acc ^= v.x ^ v.y ^ v.z ^ v.w;
         }
     }
-    store_cta_xor(acc, out);
+    store_cta_xor(acc, out + blockIdx.x);
+}
+
+/* One CTA a tile of `tile` vectors and a pass (tile blockIdx % tiles), launched in
+ * waves as a decode kernel's grid of (stream, head, split) CTAs is: the scheduler hands
+ * each SM its next tile as it finishes one, and that read 1.5% faster on an H200 than
+ * any persistent shape above (results/NOTES.md). The sink has `words` words. */
+template <int UNROLL>
+__global__ void read_tiles_kernel(const uint4 *__restrict__ p, int64_t n, int64_t tile, int words, unsigned *out)
+{
+    const int64_t tiles = (n + tile - 1) / tile;
+    const int64_t begin = (blockIdx.x % tiles) * tile, end = begin + tile < n ? begin + tile : n;
+    unsigned acc = 0;
+    int64_t i = begin + threadIdx.x;
+    for (; i + (int64_t)(UNROLL - 1) * blockDim.x < end; i += (int64_t)UNROLL * blockDim.x) {
+        uint4 v[UNROLL];
+#pragma unroll
+        for (int u = 0; u < UNROLL; ++u) v[u] = __ldg(p + i + u * blockDim.x);
+#pragma unroll
+        for (int u = 0; u < UNROLL; ++u) acc ^= v[u].x ^ v[u].y ^ v[u].z ^ v[u].w;
+    }
+    for (; i < end; i += blockDim.x) {
+        uint4 v = __ldg(p + i);
+        acc ^= v.x ^ v.y ^ v.z ^ v.w;
+    }
+    store_cta_xor(acc, out + blockIdx.x % words);
 }
 
 __device__ __forceinline__ uint32_t smem_u32(const void *p) { return (uint32_t)__cvta_generic_to_shared(p); }
@@ -167,7 +185,7 @@ __global__ void read_cp_async_kernel(const uint4 *__restrict__ p, int64_t n, int
         }
         asm volatile("cp.async.wait_group 0;\n" ::: "memory");
     }
-    store_cta_xor(acc, out);
+    store_cta_xor(acc, out + blockIdx.x);
 }
 
 /* Hopper's bulk copy (the TMA without a tensor map): one thread of the CTA streams its
@@ -237,32 +255,31 @@ __global__ void gemm_input_kernel(__half *p, int64_t n, uint32_t salt)
 }
 
 /* How a shape reads: grid-stride loads, loads over each CTA's own stretch, cp.async
- * into a shared-memory ring, or bulk copies into one. */
-enum read_path { READ_GRID_STRIDE, READ_STRETCH, READ_CP_ASYNC, READ_BULK };
+ * into a shared-memory ring, bulk copies into one, or one CTA a tile. */
+enum read_path { READ_GRID_STRIDE, READ_STRETCH, READ_CP_ASYNC, READ_BULK, READ_TILES };
 struct read_shape {
     read_path path;
-    int threads, ctas_per_sm;
-    int unroll;    /* vectors in flight a thread (cp.async: a tile's vectors a thread); bulk: KiB a chunk */
-    int stages;    /* cp.async and bulk: the ring's tiles or chunks */
-    bool prefetch; /* grid-stride: the L2 256-byte prefetch hint */
+    int threads, ctas_per_sm; /* tiles: a CTA a tile and a pass, ctas_per_sm an SM the sink's words */
+    int unroll;               /* vectors in flight a thread (cp.async: a tile's vectors a thread); bulk: KiB a chunk */
+    int stages;               /* cp.async and bulk: the ring's tiles or chunks; tiles: KiB a tile */
 };
 
-/* Around the shapes that won on an H100 (1024 x 2, plain loads: 3.09 TB/s,
- * the prefetch hint 2-3% behind) and an H200 (4.54 TB/s): fewer and more bytes in
- * flight per SM, both load flavours, and the ways the kernels read K/V (cp.async
- * rings, the wgmma kernels' bulk copies), which read a long K/V stretch faster than
- * the loads did on an H200 (results/NOTES.md). The best is kept, so a shape that
- * loses costs only its time. */
+/* Around the shapes that won on an H100 (1024 x 2, plain loads: 3.09 TB/s) and an
+ * H200 (4.54-4.65 TB/s): fewer and more bytes in flight per SM, and the ways the
+ * kernels read K/V: cp.async rings, the wgmma kernels' bulk copies, and a grid of
+ * short tiles in waves, which read faster than every persistent shape on an H200
+ * and faster than the fused kernel's longest rows (results/NOTES.md). The best is
+ * kept, so a shape that loses costs only its time. */
 const read_shape READ_SHAPES[] = { /* unroll 16 only at 512 threads: its registers */
     {READ_GRID_STRIDE, 128, 16, 4}, {READ_GRID_STRIDE, 256, 8, 4}, {READ_GRID_STRIDE, 256, 8, 8},
     {READ_GRID_STRIDE, 512, 4, 4}, {READ_GRID_STRIDE, 512, 4, 8}, {READ_GRID_STRIDE, 512, 4, 16},
     {READ_GRID_STRIDE, 1024, 2, 4}, {READ_GRID_STRIDE, 1024, 2, 8}, {READ_GRID_STRIDE, 1024, 1, 8},
-    {READ_GRID_STRIDE, 512, 4, 4, 0, true}, {READ_GRID_STRIDE, 512, 4, 8, 0, true},
-    {READ_GRID_STRIDE, 1024, 2, 4, 0, true}, {READ_GRID_STRIDE, 1024, 2, 8, 0, true},
     {READ_STRETCH, 256, 8, 8}, {READ_STRETCH, 512, 4, 8}, {READ_STRETCH, 1024, 2, 8},
     {READ_CP_ASYNC, 128, 8, 4, 4}, {READ_CP_ASYNC, 256, 3, 4, 4}, {READ_CP_ASYNC, 256, 2, 4, 6},
     {READ_CP_ASYNC, 512, 2, 2, 4},
     {READ_BULK, 32, 1, 32, 6}, {READ_BULK, 32, 2, 16, 6}, {READ_BULK, 32, 3, 16, 4}, {READ_BULK, 32, 4, 8, 6},
+    {READ_TILES, 256, 16, 8, 64}, {READ_TILES, 512, 16, 8, 128}, {READ_TILES, 512, 16, 8, 256},
+    {READ_TILES, 1024, 16, 8, 512},
 };
 /* The widest grid of the shapes: the sink holds a word per CTA. */
 const int SINK_CTAS_PER_SM = 16;
@@ -273,8 +290,8 @@ void describe_shape(const read_shape *sh, char *out, size_t size)
 {
     switch (sh->path) {
     case READ_GRID_STRIDE:
-        snprintf(out, size, "grid-stride loads%s, %d threads x %d CTAs an SM, %d in flight a thread",
-                 sh->prefetch ? " with the L2 prefetch hint" : "", sh->threads, sh->ctas_per_sm, sh->unroll);
+        snprintf(out, size, "grid-stride loads, %d threads x %d CTAs an SM, %d in flight a thread", sh->threads,
+                 sh->ctas_per_sm, sh->unroll);
         break;
     case READ_STRETCH:
         snprintf(out, size, "loads over each CTA's stretch, %d threads x %d CTAs an SM, %d in flight a thread",
@@ -288,6 +305,10 @@ void describe_shape(const read_shape *sh, char *out, size_t size)
         snprintf(out, size, "bulk copies over each CTA's stretch, %d CTAs an SM, %d chunks of %d KiB", sh->ctas_per_sm,
                  sh->stages, sh->unroll);
         break;
+    case READ_TILES:
+        snprintf(out, size, "loads, one CTA a %d KiB tile, %d threads, %d in flight a thread", sh->stages,
+                 sh->threads, sh->unroll);
+        break;
     }
 }
 
@@ -297,6 +318,8 @@ template <typename K> cudaError_t with_smem(K kernel, size_t bytes)
     return cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)bytes);
 }
 
+/* grid: a persistent shape's CTAs; a tiles shape launches a CTA a tile and a pass and
+ * writes `grid` words of the sink. */
 template <int MODE>
 cudaError_t launch_read(const read_shape *sh, int grid, const uint4 *p, int64_t n, int passes, unsigned *out,
                         cudaStream_t s)
@@ -337,6 +360,12 @@ cudaError_t launch_read(const read_shape *sh, int grid, const uint4 *p, int64_t 
             return cudaErrorInvalidValue;
         }
         break;
+    case READ_TILES: {
+        const int64_t tile = (int64_t)sh->stages * 1024 / 16, tiles = (n + tile - 1) / tile;
+        if (tiles * passes > INT32_MAX) return cudaErrorInvalidValue;
+        read_tiles_kernel<8><<<(unsigned)(tiles * passes), sh->threads, 0, s>>>(p, n, tile, grid, out);
+        break;
+    }
     case READ_GRID_STRIDE:
         if (sh->unroll == 16) read_kernel<16, MODE><<<grid, sh->threads, 0, s>>>(p, n, passes, out);
         else if (sh->unroll == 8) read_kernel<8, MODE><<<grid, sh->threads, 0, s>>>(p, n, passes, out);
@@ -389,9 +418,8 @@ cudaError_t time_read(const bench_ctx *c, const read_shape *sh, int grid, const 
     cudaError_t err = cold ? flush_l2(c) : cudaSuccess;
     if (err == cudaSuccess) err = cudaEventRecord(c->start, c->stream);
     if (err == cudaSuccess)
-        err = !cold          ? launch_read<LOAD_L2_ONLY>(sh, grid, buf, n, passes, sink, c->stream)
-              : sh->prefetch ? launch_read<LOAD_PREFETCH>(sh, grid, buf, n, passes, sink, c->stream)
-                             : launch_read<LOAD_PLAIN>(sh, grid, buf, n, passes, sink, c->stream);
+        err = cold ? launch_read<LOAD_PLAIN>(sh, grid, buf, n, passes, sink, c->stream)
+                   : launch_read<LOAD_L2_ONLY>(sh, grid, buf, n, passes, sink, c->stream);
     if (err == cudaSuccess) err = cudaEventRecord(c->stop, c->stream);
     if (err == cudaSuccess) err = elapsed_us(c, us);
     return err;
@@ -438,7 +466,7 @@ cudaError_t measure_l2_read(const bench_ctx *c, const device_info_t *dev, const 
     *best_gbps = 0.0;
     for (size_t k = 0; k < sizeof READ_SHAPES / sizeof READ_SHAPES[0]; ++k) {
         const read_shape *sh = &READ_SHAPES[k];
-        if (sh->path != READ_GRID_STRIDE || sh->prefetch) continue;
+        if (sh->path != READ_GRID_STRIDE) continue;
         double us[READ_REPS];
         for (int r = -1; r < READ_REPS; ++r) {
             double t = 0.0;
