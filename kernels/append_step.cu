@@ -51,6 +51,11 @@ template <typename T, bool KV8>
 __global__ void __launch_bounds__(APPEND_THREADS)
 append_kernel(const T *__restrict__ qkv, T *__restrict__ q, void *__restrict__ cache, append_params P)
 {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    /* the attention grid after this one (attn_params_t.after_append) may be set up now:
+     * it waits for this grid's end before it reads what this one writes */
+    asm volatile("griddepcontrol.launch_dependents;\n" ::: "memory");
+#endif
     const int64_t pairs = (int64_t)P.streams * (P.heads + 2 * P.g.kv_heads) * (P.g.head_dim / 2);
     for (int64_t t = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; t < pairs;
          t += (int64_t)gridDim.x * blockDim.x) {

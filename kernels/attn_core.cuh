@@ -154,6 +154,9 @@ typedef struct attn_params {
     float scale_log2;
     const float *kv_scale;       /* an 8-bit cache's scales (attn_args_t.kv_scale), else NULL */
     int kv_scale_heads;          /* scales per tensor in it: 1 or g */
+    int after_append;            /* launched as --step append's programmatic dependent: the query
+                                    and each stream's last key are the append kernel's writes,
+                                    read after its end (attn_tc_kernel's prologue) */
 } attn_params_t;
 
 /* ---------------------------------------------------------------- dtype traits */
@@ -972,6 +975,19 @@ __global__ void __launch_bounds__(ATTN_THREADS, (Tr::S::MINB)) attn_tc_kernel(co
         }
     };
 
+    auto load_q = [&]() {
+        if constexpr (Tr::KV8) {
+            tc_load_q8<Tr>(P, c, q_s, tid);
+        } else {
+            for (int i = tid; i < S::ROWS * S::NCH; i += ATTN_THREADS) {
+                int r = i / S::NCH, ch = i - r * S::NCH, stream = 0, head = 0;
+                bool ok = row_target(P, c, r, &stream, &head);
+                const T *src = static_cast<const T *>(P.q) + (ok ? ((int64_t)stream * P.heads + head) * D + ch * 8 : 0);
+                cp_async16(smem_addr(q_s + S::off(r, ch)), src, ok ? 16 : 0);
+            }
+        }
+    };
+
     /* Prologue: offsets of the first STAGES tiles, Q, then STAGES-1 tiles in flight. */
     if (!affine && tid < S::KT) {
         int first[S::STAGES];
@@ -980,21 +996,30 @@ __global__ void __launch_bounds__(ATTN_THREADS, (Tr::S::MINB)) attn_tc_kernel(co
 #pragma unroll
         for (int j = 0; j < S::STAGES; ++j) off_ring[j * S::KT + tid] = j < ntiles ? tile_row_index(j, tid, first[j]) : NO_ROW;
     }
-    if constexpr (Tr::KV8) {
-        tc_load_q8<Tr>(P, c, q_s, tid);
-    } else {
-        for (int i = tid; i < S::ROWS * S::NCH; i += ATTN_THREADS) {
-            int r = i / S::NCH, ch = i - r * S::NCH, stream = 0, head = 0;
-            bool ok = row_target(P, c, r, &stream, &head);
-            const T *src = static_cast<const T *>(P.q) + (ok ? ((int64_t)stream * P.heads + head) * D + ch * 8 : 0);
-            cp_async16(smem_addr(q_s + S::off(r, ch)), src, ok ? 16 : 0);
-        }
-    }
-    __syncthreads();
+    if (P.after_append) {
+        /* The append kernel before this grid writes the query and each stream's last key,
+         * which only a CTA's last tile can hold: the tiles before it stream in while the
+         * append runs, the query and the last tile once it has ended. The loop's first
+         * wait then covers every group, the query's included. */
+        __syncthreads();
 #pragma unroll
-    for (int j = 0; j < S::STAGES - 1; ++j) {
-        if (j < ntiles) load_tile(j);
+        for (int j = 0; j < S::STAGES - 1; ++j) {
+            if (j < ntiles - 1) load_tile(j);
+            cp_async_commit();
+        }
+        attn_grid_dependency_wait();
+        load_q();
+        if (ntiles > 0 && ntiles - 1 < S::STAGES - 1) load_tile(ntiles - 1);
         cp_async_commit();
+        cp_async_wait<0>();
+    } else {
+        load_q();
+        __syncthreads();
+#pragma unroll
+        for (int j = 0; j < S::STAGES - 1; ++j) {
+            if (j < ntiles) load_tile(j);
+            cp_async_commit();
+        }
     }
 
     const int key_base = Tr::KEYSPLIT ? warp * S::KW : 0;
@@ -1100,6 +1125,7 @@ __global__ void __launch_bounds__(ATTN_THREADS, ATTN_CC_MINB) attn_cc_kernel(con
     const cta_coord c = cta_decompose(P);
     const typename kv_traits<KV>::stored *kv = static_cast<const typename kv_traits<KV>::stored *>(P.kv);
     attn_grid_dependents_go(); /* (attn_tc_kernel says why) */
+    if (P.after_append) attn_grid_dependency_wait(); /* the query and the last keys are the append's */
     kv_scales sc;
     sc.k = sc.v = 1.f;
     if constexpr (kv_traits<KV>::Q8) sc = kv_scales_of(P, c.head);

@@ -128,6 +128,26 @@ cudaError_t attn_setup_keysplit(const problem_t *p, int addr, int ring)
     return err;
 }
 
+/* A launch of fn, with pdl as the programmatic dependent of the grid before it on the
+ * stream: set up while that grid runs, it waits in the kernel (attn_grid_dependency_wait)
+ * for that grid's end and memory, and the launch gap between the two is saved. */
+template <typename... Params, typename... Args>
+static cudaError_t launch_maybe_pdl(void (*fn)(Params...), unsigned ctas, unsigned threads, size_t smem,
+                                    cudaStream_t stream, bool pdl, Args... args)
+{
+    cudaLaunchConfig_t cfg = {};
+    cfg.gridDim = dim3(ctas);
+    cfg.blockDim = dim3(threads);
+    cfg.dynamicSmemBytes = smem;
+    cfg.stream = stream;
+    cudaLaunchAttribute attr;
+    attr.id = cudaLaunchAttributeProgrammaticStreamSerialization;
+    attr.val.programmaticStreamSerializationAllowed = 1;
+    cfg.attrs = &attr;
+    cfg.numAttrs = pdl ? 1 : 0;
+    return cudaLaunchKernelEx(&cfg, fn, args...);
+}
+
 cudaError_t attn_launch_keysplit(const problem_t *p, int addr, const attn_params_t *P, cudaStream_t stream,
                                  int ring)
 {
@@ -137,29 +157,18 @@ cudaError_t attn_launch_keysplit(const problem_t *p, int addr, const attn_params
     const int64_t ctas = attn_items(*P);
     if (ctas == 0) return cudaSuccess;
     if (ctas > INT_MAX) return cudaErrorInvalidConfiguration;
-    fn<<<(unsigned)ctas, ATTN_THREADS, smem, stream>>>(*P);
-    return cudaGetLastError();
+    return launch_maybe_pdl(fn, (unsigned)ctas, ATTN_THREADS, smem, stream, P->after_append != 0, *P);
 }
 
 /* The merge: a CTA of attn_merge_kernel per row for rows of more than MERGE_FEW_MAX
  * slots, else one warp of attn_merge_few_kernel per row, MERGE_WARPS rows a CTA: every
  * load of the row in one round trip (where a two-pass kernel reads every max before
- * any accumulator: a second round trip on the step's critical path). With pdl, the programmatic dependent
- * of the grid before it: set up while that grid's last CTAs run, it saves the launch gap
- * between the two. */
+ * any accumulator: a second round trip on the step's critical path). With pdl, the
+ * programmatic dependent of the grid before it. */
 template <typename... Params, typename... Args>
 static cudaError_t launch_merge_kernel(void (*fn)(Params...), unsigned ctas, cudaStream_t stream, bool pdl, Args... args)
 {
-    cudaLaunchConfig_t cfg = {};
-    cfg.gridDim = dim3(ctas);
-    cfg.blockDim = dim3(32 * MERGE_WARPS);
-    cfg.stream = stream;
-    cudaLaunchAttribute attr;
-    attr.id = cudaLaunchAttributeProgrammaticStreamSerialization;
-    attr.val.programmaticStreamSerializationAllowed = 1;
-    cfg.attrs = &attr;
-    cfg.numAttrs = pdl ? 1 : 0;
-    return cudaLaunchKernelEx(&cfg, fn, args...);
+    return launch_maybe_pdl(fn, ctas, 32 * MERGE_WARPS, 0, stream, pdl, args...);
 }
 template <typename T>
 static cudaError_t merge_t(const problem_t *p, const attn_params_t *P, bool wide, int64_t rows, unsigned ctas,
@@ -403,6 +412,7 @@ static cudaError_t fused_launch(attn_args_t *a, cudaStream_t stream)
     P.key_begin = 0;
     P.key_end = problem_keys(p);
     P.slot_base = 0;
+    P.after_append = p->step == STEP_APPEND;
     if (problem_ragged(p)) {
         const fused_ragged_t *st = static_cast<const fused_ragged_t *>(a->state);
         if (!st || !st->work || !a->geom.ctx_lens) return cudaErrorInvalidValue;
