@@ -90,42 +90,10 @@ __device__ __forceinline__ void cta_stretch(int64_t n, int64_t *begin, int64_t *
     *end = *begin + share < n ? *begin + share : n;
 }
 
-/* The same read with each CTA on its own contiguous stretch of the buffer, as a kernel
- * that gives each CTA its own stretch of K/V reads it (the grid-stride pattern above
- * spreads every wave over the whole buffer instead; which one the DRAM prefers depends
- * on the part). */
+/* The xor of [begin, end) read by the CTA's threads, UNROLL loads in flight a thread. */
 template <int UNROLL>
-__global__ void read_chunk_kernel(const uint4 *__restrict__ p, int64_t n, int passes, unsigned *out)
+__device__ __forceinline__ unsigned read_range(const uint4 *__restrict__ p, int64_t begin, int64_t end)
 {
-    int64_t begin, end;
-    cta_stretch(n, &begin, &end);
-    unsigned acc = 0;
-    for (int pass = 0; pass < passes; ++pass) {
-        int64_t i = begin + threadIdx.x;
-        for (; i + (int64_t)(UNROLL - 1) * blockDim.x < end; i += (int64_t)UNROLL * blockDim.x) {
-            uint4 v[UNROLL];
-#pragma unroll
-            for (int u = 0; u < UNROLL; ++u) v[u] = __ldg(p + i + u * blockDim.x);
-#pragma unroll
-            for (int u = 0; u < UNROLL; ++u) acc ^= v[u].x ^ v[u].y ^ v[u].z ^ v[u].w;
-        }
-        for (; i < end; i += blockDim.x) {
-            uint4 v = __ldg(p + i);
-            acc ^= v.x ^ v.y ^ v.z ^ v.w;
-        }
-    }
-    store_cta_xor(acc, out + blockIdx.x);
-}
-
-/* One CTA a tile of `tile` vectors and a pass (tile blockIdx % tiles), launched in
- * waves as a decode kernel's grid of (stream, head, split) CTAs is: the scheduler hands
- * each SM its next tile as it finishes one, and that read 1.5% faster on an H200 than
- * any persistent shape above (results/NOTES.md). The sink has `words` words. */
-template <int UNROLL>
-__global__ void read_tiles_kernel(const uint4 *__restrict__ p, int64_t n, int64_t tile, int words, unsigned *out)
-{
-    const int64_t tiles = (n + tile - 1) / tile;
-    const int64_t begin = (blockIdx.x % tiles) * tile, end = begin + tile < n ? begin + tile : n;
     unsigned acc = 0;
     int64_t i = begin + threadIdx.x;
     for (; i + (int64_t)(UNROLL - 1) * blockDim.x < end; i += (int64_t)UNROLL * blockDim.x) {
@@ -139,6 +107,33 @@ __global__ void read_tiles_kernel(const uint4 *__restrict__ p, int64_t n, int64_
         uint4 v = __ldg(p + i);
         acc ^= v.x ^ v.y ^ v.z ^ v.w;
     }
+    return acc;
+}
+
+/* The same read with each CTA on its own contiguous stretch of the buffer, as a kernel
+ * that gives each CTA its own stretch of K/V reads it (the grid-stride pattern above
+ * spreads every wave over the whole buffer instead; which one the DRAM prefers depends
+ * on the part). */
+template <int UNROLL>
+__global__ void read_chunk_kernel(const uint4 *__restrict__ p, int64_t n, int passes, unsigned *out)
+{
+    int64_t begin, end;
+    cta_stretch(n, &begin, &end);
+    unsigned acc = 0;
+    for (int pass = 0; pass < passes; ++pass) acc ^= read_range<UNROLL>(p, begin, end);
+    store_cta_xor(acc, out + blockIdx.x);
+}
+
+/* One CTA a tile of `tile` vectors and a pass (tile blockIdx % tiles), launched in
+ * waves as a decode kernel's grid of (stream, head, split) CTAs is: the scheduler hands
+ * each SM its next tile as it finishes one, and that read 1.5% faster on an H200 than
+ * any persistent shape above (results/NOTES.md). The sink has `words` words. */
+template <int UNROLL>
+__global__ void read_tiles_kernel(const uint4 *__restrict__ p, int64_t n, int64_t tile, int words, unsigned *out)
+{
+    const int64_t tiles = (n + tile - 1) / tile;
+    const int64_t begin = (blockIdx.x % tiles) * tile, end = begin + tile < n ? begin + tile : n;
+    const unsigned acc = read_range<UNROLL>(p, begin, end);
     store_cta_xor(acc, out + blockIdx.x % words);
 }
 
