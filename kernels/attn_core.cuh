@@ -996,30 +996,24 @@ __global__ void __launch_bounds__(ATTN_THREADS, (Tr::S::MINB)) attn_tc_kernel(co
 #pragma unroll
         for (int j = 0; j < S::STAGES; ++j) off_ring[j * S::KT + tid] = j < ntiles ? tile_row_index(j, tid, first[j]) : NO_ROW;
     }
-    if (P.after_append) {
-        /* The append kernel before this grid writes the query and each stream's last key,
-         * which only a CTA's last tile can hold: the tiles before it stream in while the
-         * append runs, the query and the last tile once it has ended. The loop's first
-         * wait then covers every group, the query's included. */
-        __syncthreads();
+    /* After the append kernel (P.after_append), which writes the query and each stream's
+     * last key, which only a CTA's last tile can hold: the tiles before it stream in
+     * while the append runs, the query and the last tile once it has ended, and the
+     * loop's first wait then covers every group, the query's included. */
+    const int tiles_before_wait = P.after_append ? ntiles - 1 : ntiles;
+    if (!P.after_append) load_q();
+    __syncthreads();
 #pragma unroll
-        for (int j = 0; j < S::STAGES - 1; ++j) {
-            if (j < ntiles - 1) load_tile(j);
-            cp_async_commit();
-        }
+    for (int j = 0; j < S::STAGES - 1; ++j) {
+        if (j < tiles_before_wait) load_tile(j);
+        cp_async_commit();
+    }
+    if (P.after_append) {
         attn_grid_dependency_wait();
         load_q();
         if (ntiles > 0 && ntiles - 1 < S::STAGES - 1) load_tile(ntiles - 1);
         cp_async_commit();
         cp_async_wait<0>();
-    } else {
-        load_q();
-        __syncthreads();
-#pragma unroll
-        for (int j = 0; j < S::STAGES - 1; ++j) {
-            if (j < ntiles) load_tile(j);
-            cp_async_commit();
-        }
     }
 
     const int key_base = Tr::KEYSPLIT ? warp * S::KW : 0;
