@@ -25,7 +25,7 @@ enum opt_id {
     OPT_MIN_TIME, OPT_SEED, OPT_IN, OPT_ROWS, OPT_COLS, OPT_VALUE, OPT_AGG, OPT_WHERE,
     OPT_PAPER, OPT_FORMAT, OPT_THRESHOLD, OPT_CHANGES, OPT_HELP,
     OPT_NO_VERIFY, OPT_VERIFY_TIME, OPT_MAX_NOISE, OPT_MAX_TIME, OPT_DRY_RUN, OPT_SHARD,
-    OPT_DEVICES, OPT_KV_DTYPE, OPT_KV_SCALE, OPT_VS_PEERS, OPT_STEP, OPT_ROPE, OPT_ROPE_BASE,
+    OPT_DEVICES, OPT_KV_DTYPE, OPT_KV_SCALE, OPT_VS_PEERS, OPT_RATIO, OPT_STEP, OPT_ROPE, OPT_ROPE_BASE,
     OPT_ROPE_SCALE, OPT_CTX_DIST, OPT_Q_LEN, OPT_SCORES, OPT_SINK_LOGIT, OPT_HEAVY_LOGIT, OPT_RECENT_LOGIT, OPT_TOP_P, OPT_SELECT_TOTAL, OPT_FILTER_LAYER,
     OPT_SHARE_FRACTION, OPT_SHARE_MAP, OPT_SHARE_LAYER,
 };
@@ -117,6 +117,7 @@ static const opt_def_t opt_defs[] = {
     {"filter-layer", required_argument, OPT_FILTER_LAYER, 0, IN(CMD_TABLE), 0},
     {"format", required_argument, OPT_FORMAT, 0, IN(CMD_TABLE), 0},
     {"vs-peers", no_argument, OPT_VS_PEERS, 0, IN(CMD_TABLE), 0},
+    {"ratio", required_argument, OPT_RATIO, 0, IN(CMD_TABLE), 0},
     {"threshold", required_argument, OPT_THRESHOLD, 0, IN(CMD_COMPARE), 0},
     {"changes", no_argument, OPT_CHANGES, 0, IN(CMD_COMPARE), 0},
     {"help", no_argument, OPT_HELP, 'h', IN(CMD_LIST) | IN(CMD_PEAK) | IN(CMD_RUN) | IN(CMD_SWEEP) |
@@ -449,6 +450,10 @@ static int apply_table_option(const opt_def_t *d, const char *arg, options_t *o,
         t->npeers = n;
         return 0;
     }
+    case OPT_RATIO:
+        if (!strchr(arg, '/')) FAIL("--ratio: give two column labels as A/B, e.g. append/attend");
+        t->ratio = arg;
+        return 0;
     case OPT_THRESHOLD: return parse_nonnegative_double("--threshold", arg, &o->threshold, msg, len);
     case OPT_CHANGES: o->changes_only = true; return 0;
     default: FAIL("--%s is not handled", d->name);
@@ -768,12 +773,13 @@ int options_parse(int argc, char **argv, command_t cmd, options_t *o, char *msg,
     if (cmd == CMD_MERGE) return 0;
     if (cmd == CMD_TABLE) {
         if (!o->n_inputs) FAIL("--in FILE.csv is required (see --help)");
-        if (o->table.select_total && (o->table.paper || o->table.rows || o->table.cols || o->table.vs_peers))
-            FAIL("--select-total is a table of its own: not with --paper, --rows, --cols or --vs-peers");
+        if (o->table.select_total && (o->table.paper || o->table.rows || o->table.cols || o->table.vs_peers ||
+                                      o->table.ratio))
+            FAIL("--select-total is a table of its own: not with --paper, --rows, --cols, --vs-peers or --ratio");
         if (!o->table.select_total && !o->table.paper && (!o->table.rows || !o->table.cols))
             FAIL("give --rows and --cols, or --paper 6|7|8, or --select-total");
-        if (o->table.paper && o->table.vs_peers)
-            FAIL("--vs-peers takes a pivot (--rows, --cols), not --paper");
+        if (o->table.paper && (o->table.vs_peers || o->table.ratio))
+            FAIL("%s takes a pivot (--rows, --cols), not --paper", o->table.vs_peers ? "--vs-peers" : "--ratio");
         return 0;
     }
     if (cmd == CMD_RUN) {

@@ -524,6 +524,48 @@ static int peer_cells(grid_t *g, int gr, int r, int c0, const csv_table_t *t,
     return marked;
 }
 
+/* The columns --ratio A/B divides (*num by *den): the labels on either side of a '/'
+ * (the first split whose two labels are both columns, since a label may hold '/').
+ * Returns 0, or -1 with one line in msg. */
+static int ratio_columns(const csv_table_t *t, const axis_t *ca, const int *ckeys, int nc,
+                         const char *ratio, int *num, int *den, char *msg, size_t len)
+{
+    char label[256];
+    size_t n = strlen(ratio);
+    for (const char *slash = strchr(ratio, '/'); slash; slash = strchr(slash + 1, '/')) {
+        size_t a = (size_t)(slash - ratio);
+        *num = *den = -1;
+        for (int c = 0; c < nc; c++) {
+            key_label(t, ca, ckeys[c], label, sizeof label);
+            if (strlen(label) == a && strncmp(label, ratio, a) == 0)
+                *num = c;
+            if (strcmp(label, slash + 1) == 0)
+                *den = c;
+        }
+        if (*num >= 0 && *den >= 0)
+            return 0;
+    }
+    snprintf(msg, len, "--ratio %.*s: give two column labels of the table as A/B", (int)(n > 80 ? 80 : n),
+             ratio);
+    return -1;
+}
+
+/* Row r's --ratio cell: num's value over den's, '-' without two finite ok values. */
+static void ratio_cell(grid_t *g, int gr, int c, const cell_t *num, const cell_t *den,
+                       const csv_table_t *t, const table_opts_t *o, int vcol)
+{
+    double a = NAN, b = NAN;
+    char text[128];
+    if (num->ok_row >= 0)
+        row_value(t, num->ok_row, o, vcol, &a, text, sizeof text);
+    if (den->ok_row >= 0)
+        row_value(t, den->ok_row, o, vcol, &b, text, sizeof text);
+    if (isfinite(a) && isfinite(b) && b > 0)
+        grid_set(g, gr, c, "%.3f", a / b);
+    else
+        grid_set(g, gr, c, "-");
+}
+
 static int table_pivot(FILE *out, const csv_table_t *t, const table_opts_t *o, char *msg, size_t len)
 {
     axis_t ra, ca;
@@ -577,7 +619,10 @@ static int table_pivot(FILE *out, const csv_table_t *t, const table_opts_t *o, c
     for (int i = 0; i < nours; i++)
         cell_add(&cells[(size_t)rof[ours[i]] * nc + cof[ours[i]]], t, ours[i], o, vcol);
 
-    g.nc = nc + 1 + (o->vs_peers ? 2 * pb.npk : 0);
+    int rnum = -1, rden = -1, rc0 = nc + 1 + (o->vs_peers ? 2 * pb.npk : 0);
+    if (o->ratio && ratio_columns(t, &ca, ckeys, nc, o->ratio, &rnum, &rden, msg, len) != 0)
+        goto done;
+    g.nc = rc0 + (o->ratio ? 1 : 0);
     int h = grid_add_row(&g);
     grid_set(&g, h, 0, o->format == TABLE_MD ? "%s \\ %s" : "%s", ra.label, ca.label);
     char label[256];
@@ -587,6 +632,8 @@ static int table_pivot(FILE *out, const csv_table_t *t, const table_opts_t *o, c
     }
     if (o->vs_peers)
         peer_header(&g, h, nc + 1, t, &pa, &pb, value);
+    if (o->ratio)
+        grid_set(&g, h, rc0, "%s", o->ratio);
     for (int r = 0; r < nr; r++) {
         int gr = grid_add_row(&g);
         key_label(t, &ra, rkeys[r], label, sizeof label);
@@ -617,6 +664,8 @@ static int table_pivot(FILE *out, const csv_table_t *t, const table_opts_t *o, c
         }
         if (o->vs_peers)
             marked |= peer_cells(&g, gr, r, nc + 1, t, &pb, o, kcol, vcol);
+        if (o->ratio)
+            ratio_cell(&g, gr, rc0, &cells[r * nc + rnum], &cells[r * nc + rden], t, o, vcol);
     }
     if (g.failed)
         goto oom;
@@ -953,8 +1002,8 @@ static int table_paper(FILE *out, const csv_table_t *t, const table_opts_t *o, c
 
 int table_render(FILE *out, const csv_table_t *t, const table_opts_t *o, char *msg, size_t len)
 {
-    if (o->paper != 0 && o->vs_peers) {
-        snprintf(msg, len, "--vs-peers takes a pivot (--rows, --cols), not --paper");
+    if (o->paper != 0 && (o->vs_peers || o->ratio)) {
+        snprintf(msg, len, "%s takes a pivot (--rows, --cols), not --paper", o->vs_peers ? "--vs-peers" : "--ratio");
         return -1;
     }
     if (o->select_total) return select_total_render(out, t, o->filter_layer, o->format, msg, len);

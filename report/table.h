@@ -47,6 +47,11 @@ typedef struct table_opts {
     int vs_peers;
     const char *const *peers;
     int npeers;
+    /* --ratio A/B (generic pivot only): one more column, "A/B", each row's value in the
+     * column labelled A divided by its value in the column labelled B (labels as the
+     * header shows them: "append/attend" with --cols step, "4/1" with --cols q_len);
+     * '-' where either cell has no ok value. NULL: none. */
+    const char *ratio;
     /* --select-total: Select-Attention's per-token attention over a model's layers
      * (select_total_render), the filter step at layer filter_layer (--filter-layer). */
     int select_total;
@@ -60,7 +65,7 @@ int table_where_parse(const char *s, table_where_t *w, char *msg, size_t len);
 
 /* Writes the table o asks for. Returns 0, or -1 with one line in msg (unknown
  * column, missing axis, bad --paper, rows of several GPUs in a paper table, kernel in
- * --rows or --paper with --vs-peers). */
+ * --rows or --paper with --vs-peers, a --ratio column that the table does not have). */
 int table_render(FILE *out, const csv_table_t *t, const table_opts_t *o, char *msg, size_t len);
 
 /* Select-Attention's per-token attention time: for each configuration (every column but

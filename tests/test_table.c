@@ -470,6 +470,49 @@ static void vs_peers_divides_by_the_best_peer(void **state)
 }
 
 /* The command takes the peers' names from the registry. */
+/* --ratio A/B: one column dividing two of the table's columns row by row, '-' where
+ * either cell has no ok value; labels the table lacks, or a paper table, refused. */
+static void ratio_divides_two_columns(void **state)
+{
+    (void)state;
+    csv_table_t t;
+    char msg[256], *out = NULL;
+    assert_int_equal(csv_read(FIXTURES "/peers_h100.csv", &t, msg, sizeof msg), 0);
+    table_opts_t o = peers_opts(TABLE_CSV);
+    o.vs_peers = 0;
+    o.ratio = "fused/bifurcated";
+    assert_int_equal(render(&t, &o, &out, msg, sizeof msg), 0);
+    assert_non_null(strstr(out, ",fused/bifurcated\n"));
+    assert_string_equal(t1(out, "8 1 1 2048", "fused/bifurcated"), "0.833");   /* 10 / 12 */
+    assert_string_equal(t1(out, "8 1 1 2048", "flashinfer"), "8.000");          /* cells stay */
+    assert_string_equal(t1(out, "8 1 4 8192", "fused/bifurcated"), "-");        /* fused: OOM */
+    free(out);
+
+    /* beside --vs-peers, of the ratios it shows */
+    o.vs_peers = 1;
+    o.ratio = "bifurcated/fused";
+    assert_int_equal(render(&t, &o, &out, msg, sizeof msg), 0);
+    assert_string_equal(t1(out, "8 1 1 2048", "bifurcated/fused"), "1.200");
+    free(out);
+
+    o.vs_peers = 0;
+    o.ratio = "fused/fusedz";
+    assert_int_equal(render(&t, &o, &out, msg, sizeof msg), -1);
+    free(out);
+    assert_non_null(strstr(msg, "--ratio fused/fusedz"));
+    assert_null(strchr(msg, '\n'));
+    o = paper_opts(6, TABLE_CSV);
+    o.ratio = "fused/bifurcated";
+    assert_int_equal(render(&t, &o, &out, msg, sizeof msg), -1);
+    free(out);
+    assert_non_null(strstr(msg, "--paper"));
+    csv_free(&t);
+
+    char *no_slash[] = { "table", "--in", FIXTURES "/peers_h100.csv", "--rows", "beam", "--cols",
+                         "kernel", "--ratio", "fused", NULL };
+    assert_int_equal(cmd_table(9, no_slash), 2);
+}
+
 static void command_vs_peers_uses_the_registrys_peers(void **state)
 {
     (void)state;
@@ -573,6 +616,7 @@ int main(void)
         cmocka_unit_test(flags_mark_markdown_cells),
         cmocka_unit_test(vs_peers_divides_by_the_best_peer),
         cmocka_unit_test(command_vs_peers_uses_the_registrys_peers),
+        cmocka_unit_test(ratio_divides_two_columns),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
