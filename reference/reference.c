@@ -44,8 +44,38 @@ static void dequantise(const ref_source_t *s, int which, int kv_head, double *ro
     for (int x = 0; x < s->geom.head_dim; ++x) row[x] *= scale;
 }
 
-/* K or V row (which) that stream `stream` attends to at position pos, in any layout, as
- * the cache holds it (dequantise: as the kernel reads it). */
+/* Hot loops built for the CPU's vector width too (AVX-512, AVX2), picked at load time;
+ * the arithmetic and its order are the same in each. */
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
+#define REFERENCE_CLONES __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
+#else
+#define REFERENCE_CLONES
+#endif
+
+/* h % 255 without a division, by folding: 2^32, 2^16 and 2^8 are all 1 modulo 255. */
+static inline uint32_t mod255(uint64_t h)
+{
+    uint64_t t = (h & 0xffffffffu) + (h >> 32);
+    t = (t & 0xffffu) + (t >> 16);
+    t = (t & 0xffu) + (t >> 8);
+    t = (t & 0xffu) + (t >> 8);
+    return (uint32_t)(t >= 255 ? t - 255 : t);
+}
+
+/* A K/V row of plain data (neither peaked nor 8-bit: kv_stored is then logical_value of
+ * its tensor at consecutive indices): logical_value's formula with its modulo folded
+ * (mod255), a loop the compiler vectorises where the CPU multiplies 64-bit lanes (AVX-512,
+ * or AVX2 by parts; picked at load time). Generating the cache's values is most of the
+ * reference's time. tests/test_reference.c holds it to logical_value. */
+REFERENCE_CLONES void reference_plain_row(uint64_t seed, int tensor, uint64_t base, int n, float *row)
+{
+    const uint64_t s = seed ^ ((uint64_t)tensor << 56);
+    for (int x = 0; x < n; ++x) {
+        const int k = (int)mod255(splitmix64(s ^ splitmix64(base + (uint64_t)x))) - 127;
+        row[x] = (float)k * (KV_AMPLITUDE / 128.0f);
+    }
+}
+
 /* 1 where position pos is the current one of --step append, which the step writes: row
  * is then what it writes for the stream whose K/V `stream` reads there (itself). */
 static int load_appended(const ref_source_t *s, int stream, int which, int kv_head, int pos,
@@ -57,6 +87,8 @@ static int load_appended(const ref_source_t *s, int stream, int which, int kv_he
     return 1;
 }
 
+/* K or V row (which) that stream `stream` attends to at position pos, in any layout, as
+ * the cache holds it (dequantise: as the kernel reads it). */
 static void load_row(const ref_source_t *s, source_mode_t mode, int stream, int which,
                      int kv_head, int pos, double *row)
 {
@@ -76,6 +108,16 @@ static void load_row(const ref_source_t *s, source_mode_t mode, int stream, int 
         return;
     }
     int from = kv_source_stream(g, s->indirection, stream, pos);
+    if (!g->peaked && !g->kv_quant) {
+        /* plain data: kv_logical's index, the fast way */
+        const int d = g->head_dim, ctx = kv_ctx_of(g, from / g->beam);
+        const uint64_t base = pos < ctx ? (((uint64_t)(from / g->beam) * g->kv_heads + kv_head) * g->ctx + pos) * d
+                                        : (((uint64_t)from * g->kv_heads + kv_head) * g->gen + (pos - ctx)) * d;
+        float plain[256];
+        reference_plain_row(s->seed, (pos < ctx ? TENSOR_K_CTX : TENSOR_K_DEC) + which, base, d, plain);
+        copy_row(plain, d, row);
+        return;
+    }
     for (int x = 0; x < g->head_dim; ++x)
         row[x] = kv_stored(g, s->seed, from, which, kv_head, pos, x);
 }
@@ -84,12 +126,18 @@ void reference_ctx_fill(const ref_source_t *src, int request, int kv_head, float
 {
     const kv_geometry_t *g = &src->geom;
     const int d = g->head_dim;
+    const int plain = !g->peaked && !g->kv_quant;
     /* a ragged batch's request: its own context, at the longest's stride */
     const long n = g->ctx_lens ? kv_ctx_of(g, request) : g->ctx;
 #pragma omp parallel for schedule(static) if (!omp_in_parallel())
     for (long i = 0; i < 2L * n; ++i) {
         const int which = (int)(i / n), pos = (int)(i % n);
         float *row = buf + ((size_t)which * g->ctx + pos) * d;
+        if (plain) {
+            const uint64_t base = (((uint64_t)request * g->kv_heads + kv_head) * g->ctx + pos) * d;
+            reference_plain_row(src->seed, TENSOR_K_CTX + which, base, d, row);
+            continue;
+        }
         for (int x = 0; x < d; ++x)
             row[x] = kv_store(g, kv_ctx_logical(g, src->seed, request, which, kv_head, pos, x), which, kv_head);
     }
@@ -155,7 +203,7 @@ static void load_query(const ref_source_t *s, int query, int head, double *q)
  * the reference wait on the adder's latency at every element. dot reads a row loaded into
  * doubles, dot_float one of the materialised context in place (each float exact in double). */
 #define DEFINE_DOT(name, T)                                                                  \
-    static double name(const double *a, const T *b, int d)                                  \
+    REFERENCE_CLONES static double name(const double *a, const T *b, int d)                 \
     {                                                                                        \
         double s0 = 0.0, s1 = 0.0, s2 = 0.0, s3 = 0.0;                                       \
         int x = 0;                                                                           \
@@ -236,7 +284,7 @@ int reference_probs(const ref_source_t *src, int query, int head, double *prob)
     return L;
 }
 
-void reference_row(const ref_source_t *src, int query, int head, double *out)
+REFERENCE_CLONES void reference_row(const ref_source_t *src, int query, int head, double *out)
 {
     const problem_t *p = src->p;
     const int stream = query_stream(query, p->q_len);

@@ -18,6 +18,11 @@ extern "C" {
  * query: as reference_row's (stream * q_len + j). */
 void reference_row_bifurcated(const ref_source_t *src, int query, int head, double *out);
 
+/* n plain K/V values of logical tensor `tensor` (KV_AMPLITUDE) from index base on:
+ * logical_value(seed, tensor, base + x, KV_AMPLITUDE) for x < n, the fast way
+ * reference_ctx_fill fills a row of plain data. */
+void reference_plain_row(uint64_t seed, int tensor, uint64_t base, int n, float *row);
+
 #ifdef __cplusplus
 }
 #endif

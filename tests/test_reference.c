@@ -507,9 +507,30 @@ static void test_error_scale_separates_right_from_wrong(void **state)
     assert_true(err_rel(&e_wrong) > 10 * tolerance_for(DTYPE_BF16));
 }
 
+/* The fast fill of plain K/V rows gives logical_value's values exactly: every tensor,
+ * seeds and indices across the 64-bit range, row lengths up to 256 (the vector loop's
+ * body and its tail). */
+static void test_plain_rows_equal_logical_values(void **state)
+{
+    (void)state;
+    float row[256];
+    uint64_t r = 12345;
+    for (int trial = 0; trial < 4000; ++trial) {
+        r = splitmix64(r);
+        const uint64_t seed = r, base = splitmix64(r ^ 1) >> (trial % 64);
+        const int tensor = TENSOR_K_CTX + trial % 4, n = 1 + (int)(splitmix64(r ^ 2) % 256);
+        reference_plain_row(seed, tensor, base, n, row);
+        for (int x = 0; x < n; ++x)
+            if (row[x] != logical_value(seed, tensor, base + (uint64_t)x, KV_AMPLITUDE))
+                fail_msg("trial %d, element %d: %g, logical_value %g", trial, x, row[x],
+                         logical_value(seed, tensor, base + (uint64_t)x, KV_AMPLITUDE));
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_plain_rows_equal_logical_values),
         cmocka_unit_test(test_all_layouts_agree),
         cmocka_unit_test(test_q_len_layouts_agree),
         cmocka_unit_test(test_q_len_causal),
