@@ -108,13 +108,17 @@ static void load_row(const ref_source_t *s, source_mode_t mode, int stream, int 
         return;
     }
     int from = kv_source_stream(g, s->indirection, stream, pos);
-    if (!g->peaked && !g->kv_quant) {
-        /* plain data: kv_logical's index, the fast way */
+    if (!g->peaked && (!g->kv_quant || s->codes)) {
+        /* plain data: kv_logical's index, the fast way (an 8-bit cache's codes mapped) */
         const int d = g->head_dim, ctx = kv_ctx_of(g, from / g->beam);
         const uint64_t base = pos < ctx ? (((uint64_t)(from / g->beam) * g->kv_heads + kv_head) * g->ctx + pos) * d
                                         : (((uint64_t)from * g->kv_heads + kv_head) * g->gen + (pos - ctx)) * d;
         float plain[256];
         reference_plain_row(s->seed, (pos < ctx ? TENSOR_K_CTX : TENSOR_K_DEC) + which, base, d, plain);
+        if (g->kv_quant) {
+            const float *stored = s->codes + ((size_t)which * g->kv_heads + kv_head) * 255;
+            for (int x = 0; x < d; ++x) plain[x] = stored[(int)(plain[x] * (128.0f / KV_AMPLITUDE)) + 127];
+        }
         copy_row(plain, d, row);
         return;
     }
@@ -122,24 +126,34 @@ static void load_row(const ref_source_t *s, source_mode_t mode, int stream, int 
         row[x] = kv_stored(g, s->seed, from, which, kv_head, pos, x);
 }
 
+void reference_stored_codes(const kv_geometry_t *g, int which, int head, float table[255])
+{
+    for (int k = -127; k <= 127; ++k)
+        table[k + 127] = kv_store(g, (float)k * (KV_AMPLITUDE / 128.0f) * kv_quant_amplitude(which, head), which, head);
+}
+
 void reference_ctx_fill(const ref_source_t *src, int request, int kv_head, float *buf)
 {
     const kv_geometry_t *g = &src->geom;
     const int d = g->head_dim;
-    const int plain = !g->peaked && !g->kv_quant;
+    float stored[2][255];
+    if (g->kv_quant)
+        for (int which = 0; which < 2; ++which) reference_stored_codes(g, which, kv_head, stored[which]);
     /* a ragged batch's request: its own context, at the longest's stride */
     const long n = g->ctx_lens ? kv_ctx_of(g, request) : g->ctx;
 #pragma omp parallel for schedule(static) if (!omp_in_parallel())
     for (long i = 0; i < 2L * n; ++i) {
         const int which = (int)(i / n), pos = (int)(i % n);
         float *row = buf + ((size_t)which * g->ctx + pos) * d;
-        if (plain) {
-            const uint64_t base = (((uint64_t)request * g->kv_heads + kv_head) * g->ctx + pos) * d;
-            reference_plain_row(src->seed, TENSOR_K_CTX + which, base, d, row);
+        if (g->peaked) {
+            for (int x = 0; x < d; ++x)
+                row[x] = kv_store(g, kv_ctx_logical(g, src->seed, request, which, kv_head, pos, x), which, kv_head);
             continue;
         }
-        for (int x = 0; x < d; ++x)
-            row[x] = kv_store(g, kv_ctx_logical(g, src->seed, request, which, kv_head, pos, x), which, kv_head);
+        const uint64_t base = (((uint64_t)request * g->kv_heads + kv_head) * g->ctx + pos) * d;
+        reference_plain_row(src->seed, TENSOR_K_CTX + which, base, d, row);
+        if (g->kv_quant) /* row holds k/128 (KV_AMPLITUDE): its code's stored value */
+            for (int x = 0; x < d; ++x) row[x] = stored[which][(int)(row[x] * (128.0f / KV_AMPLITUDE)) + 127];
     }
 }
 

@@ -2,6 +2,7 @@
 #include <omp.h>
 #include <stdlib.h>
 #include "reference.h"
+#include "reference_internal.h"
 #include "../problem/query_rows.h"
 
 typedef struct keyed_row {
@@ -29,6 +30,20 @@ static ref_source_t group_source(const ref_source_t *src, long key, long rows, f
 
 int reference_rows(const ref_source_t *src, long *at, long from, long to, double *want)
 {
+    const kv_geometry_t *geom = &src->geom;
+    if (geom->kv_quant && !geom->peaked && !src->codes) {
+        /* an 8-bit cache: every row maps codes (ref_source_t.codes) */
+        float *codes = malloc((size_t)2 * geom->kv_heads * 255 * sizeof *codes);
+        if (!codes) return -1;
+        for (int which = 0; which < 2; ++which)
+            for (int h = 0; h < geom->kv_heads; ++h)
+                reference_stored_codes(geom, which, h, codes + ((size_t)which * geom->kv_heads + h) * 255);
+        ref_source_t coded = *src;
+        coded.codes = codes;
+        const int rc = reference_rows(&coded, at, from, to, want);
+        free(codes);
+        return rc;
+    }
     const problem_t *p = src->p;
     const int d = p->head_dim;
     const long n = to - from;

@@ -527,10 +527,49 @@ static void test_plain_rows_equal_logical_values(void **state)
     }
 }
 
+/* An 8-bit cache's rows from the logical definition: reference_rows, which maps each
+ * logical code to its stored value (ref_source_t.codes, in the materialised context and
+ * in rows read one by one), equals reference_row quantising every element: MHA with one
+ * row a group (rows read one by one), GQA (the context materialised). */
+static void test_coded_rows_equal_quantised(void **state)
+{
+    (void)state;
+    const kv_quant_t quants[] = {KV_QUANT_FP8, KV_QUANT_INT8};
+    const int kv_heads[] = {8, 2};
+    for (int qi = 0; qi < 2; ++qi)
+        for (int gi = 0; gi < 2; ++gi) {
+            problem_t p = test_problem(2, 1, 8, kv_heads[gi], 32, 300, 7);
+            p.kv_quant = quants[qi];
+            p.kv_scale = gi ? KV_SCALE_TENSOR : KV_SCALE_HEAD;
+            test_validate(&p);
+            const ref_source_t src = test_logical_source(&p, LAYOUT_CONTIGUOUS, 77);
+            const long rows = (long)problem_queries(&p) * p.heads;
+            long *at = malloc((size_t)rows * sizeof *at);
+            double *want = malloc((size_t)rows * p.head_dim * sizeof *want), one[32];
+            assert_non_null(at);
+            assert_non_null(want);
+            for (long r = 0; r < rows; ++r) at[r] = r;
+            assert_int_equal(reference_rows(&src, at, 0, rows, want), 0);
+            /* read alike (MHA: one by one) the values are the same bits; the GQA group's
+             * context read in place scales its dot products in another order */
+            for (long r = 0; r < rows; ++r) {
+                reference_row(&src, (int)(at[r] / p.heads), (int)(at[r] % p.heads), one);
+                for (int x = 0; x < p.head_dim; ++x) {
+                    const double got = want[r * p.head_dim + x];
+                    if (p.kv_heads == p.heads) assert_true(one[x] == got);
+                    else assert_true(fabs(one[x] - got) <= 1e-12 * (1.0 + fabs(one[x])));
+                }
+            }
+            free(at);
+            free(want);
+        }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_plain_rows_equal_logical_values),
+        cmocka_unit_test(test_coded_rows_equal_quantised),
         cmocka_unit_test(test_all_layouts_agree),
         cmocka_unit_test(test_q_len_layouts_agree),
         cmocka_unit_test(test_q_len_causal),
