@@ -62,8 +62,8 @@ static inline uint32_t mod255(uint64_t h)
     return (uint32_t)(t >= 255 ? t - 255 : t);
 }
 
-/* A K/V row of plain data (neither peaked nor 8-bit: kv_stored is then logical_value of
- * its tensor at consecutive indices): logical_value's formula with its modulo folded
+/* A K/V row of plain data (not 8-bit, and not a key of peaked scores: kv_stored is then
+ * logical_value of its tensor at consecutive indices): logical_value's formula with its modulo folded
  * (mod255), a loop the compiler vectorises where the CPU multiplies 64-bit lanes (AVX-512,
  * or AVX2 by parts; picked at load time). Generating the cache's values is most of the
  * reference's time. tests/test_reference.c holds it to logical_value. */
@@ -108,7 +108,7 @@ static void load_row(const ref_source_t *s, source_mode_t mode, int stream, int 
         return;
     }
     int from = kv_source_stream(g, s->indirection, stream, pos);
-    if (!g->peaked && (!g->kv_quant || s->codes)) {
+    if (!(g->peaked && which == 0) && (!g->kv_quant || s->codes)) {
         /* plain data: kv_logical's index, the fast way (an 8-bit cache's codes mapped) */
         const int d = g->head_dim, ctx = kv_ctx_of(g, from / g->beam);
         const uint64_t base = pos < ctx ? (((uint64_t)(from / g->beam) * g->kv_heads + kv_head) * g->ctx + pos) * d
@@ -145,7 +145,7 @@ void reference_ctx_fill(const ref_source_t *src, int request, int kv_head, float
     for (long i = 0; i < 2L * n; ++i) {
         const int which = (int)(i / n), pos = (int)(i % n);
         float *row = buf + ((size_t)which * g->ctx + pos) * d;
-        if (g->peaked) {
+        if (g->peaked && which == 0) { /* peaked keys; values stay plain */
             for (int x = 0; x < d; ++x)
                 row[x] = kv_store(g, kv_ctx_logical(g, src->seed, request, which, kv_head, pos, x), which, kv_head);
             continue;

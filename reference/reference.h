@@ -35,10 +35,10 @@ typedef struct ref_source {
     /* Select-Attention's selected step, or NULL for every key: [streams][keys of the
      * problem], 1 where the stream attends to the key (the filter step's top-p set). */
     const unsigned char *key_mask;
-    /* An 8-bit cache without peaked scores, optional: [2][g][255], what the cache stores for
-     * each logical code k (-127..127) of K or V of each kv head, at k + 127 (every value is
-     * k/128 times its tensor's amplitude); reference_rows sets it, so that its rows map
-     * codes instead of quantising every element. */
+    /* An 8-bit cache, optional: [2][g][255], what the cache stores for each logical code k
+     * (-127..127) of K or V of each kv head, at k + 127 (a value that is not a key of peaked
+     * scores is k/128 times its tensor's amplitude); reference_rows sets it, so that its
+     * rows map codes instead of quantising every element. */
     const float *codes;
 } ref_source_t;
 

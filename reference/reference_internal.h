@@ -24,8 +24,8 @@ void reference_row_bifurcated(const ref_source_t *src, int query, int head, doub
 void reference_plain_row(uint64_t seed, int tensor, uint64_t base, int n, float *row);
 
 /* What an 8-bit cache of geometry g stores (kv_store) for each logical code k of K or V
- * (which) of kv head `head`, at table[k + 127], without peaked scores: a value is then
- * k/128 times its tensor's amplitude, so what is stored depends on k alone. */
+ * (which) of kv head `head`, at table[k + 127]: a value that is not a key of peaked scores
+ * is k/128 times its tensor's amplitude, so what is stored depends on k alone. */
 void reference_stored_codes(const kv_geometry_t *g, int which, int head, float table[255]);
 
 #ifdef __cplusplus

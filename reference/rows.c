@@ -31,7 +31,7 @@ static ref_source_t group_source(const ref_source_t *src, long key, long rows, f
 int reference_rows(const ref_source_t *src, long *at, long from, long to, double *want)
 {
     const kv_geometry_t *geom = &src->geom;
-    if (geom->kv_quant && !geom->peaked && !src->codes) {
+    if (geom->kv_quant && !src->codes) {
         /* an 8-bit cache: every row maps codes (ref_source_t.codes) */
         float *codes = malloc((size_t)2 * geom->kv_heads * 255 * sizeof *codes);
         if (!codes) return -1;
