@@ -392,13 +392,20 @@ static table_opts_t peers_opts(table_format_t format)
     return o;
 }
 
+/* The fixture read into t, and the options of peers_opts(TABLE_CSV). */
+static table_opts_t peers_fixture(csv_table_t *t)
+{
+    char msg[256];
+    assert_int_equal(csv_read(FIXTURES "/peers_h100.csv", t, msg, sizeof msg), 0);
+    return peers_opts(TABLE_CSV);
+}
+
 static void vs_peers_divides_by_the_best_peer(void **state)
 {
     (void)state;
     csv_table_t t;
     char msg[256], *out = NULL;
-    assert_int_equal(csv_read(FIXTURES "/peers_h100.csv", &t, msg, sizeof msg), 0);
-    table_opts_t o = peers_opts(TABLE_CSV);
+    table_opts_t o = peers_fixture(&t);
     assert_int_equal(render(&t, &o, &out, msg, sizeof msg), 0);
     /* the peers leave the kernel columns for the best peer's name and time */
     assert_true(strncmp(out, "kv_heads batch beam ctx,bifurcated,fused,best peer,peer median_us\n",
@@ -477,8 +484,7 @@ static void ratio_divides_two_columns(void **state)
     (void)state;
     csv_table_t t;
     char msg[256], *out = NULL;
-    assert_int_equal(csv_read(FIXTURES "/peers_h100.csv", &t, msg, sizeof msg), 0);
-    table_opts_t o = peers_opts(TABLE_CSV);
+    table_opts_t o = peers_fixture(&t);
     o.vs_peers = 0;
     o.ratio = "fused/bifurcated";
     assert_int_equal(render(&t, &o, &out, msg, sizeof msg), 0);
