@@ -67,12 +67,16 @@ int reference_rows(const ref_source_t *src, long *at, long from, long to, double
         if (i == 0 || k[i].key != k[i - 1].key) start[groups++] = i;
     }
     start[groups] = n;
+    /* Where a group has fewer rows than there are cores (MHA, GQA, several requests),
+     * groups side by side, a group per thread at a time, each materialising its own
+     * context, as many at once as memory allows: one group at a time, its few rows would
+     * leave most cores idle once its context is filled. */
     const int threads = omp_get_max_threads();
+    long par = threads < groups ? threads : groups;
+    if ((size_t)par * ctx_bytes > ROWS_CTX_BYTES_MAX) par = (long)(ROWS_CTX_BYTES_MAX / ctx_bytes);
     int failed = 0;
-    if (groups >= 2L * threads && ctx_bytes * threads <= ROWS_CTX_BYTES_MAX) {
-        /* many groups (MHA, GQA, several requests): a group per thread at a time, each
-         * materialising its own context, so that every core works whatever the group size */
-#pragma omp parallel reduction(| : failed)
+    if (par >= 2 && n < groups * threads) {
+#pragma omp parallel num_threads((int)par) reduction(| : failed)
         {
             float *ctx = malloc(ctx_bytes);
             failed = !ctx;
@@ -86,8 +90,8 @@ int reference_rows(const ref_source_t *src, long *at, long from, long to, double
             free(ctx);
         }
     } else {
-        /* few groups (MQA, one request): each group's context filled by all cores, then
-         * its rows shared among them */
+        /* groups of many rows (MQA, W streams of a request), or one at a time for memory:
+         * each group's context filled by all cores, then its rows shared among them */
         float *ctx = malloc(ctx_bytes);
         failed = !ctx;
         for (long g = 0; ctx && g < groups; ++g) {
