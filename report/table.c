@@ -550,18 +550,12 @@ static int ratio_columns(const csv_table_t *t, const axis_t *ca, const int *ckey
     return -1;
 }
 
-/* Row r's --ratio cell: num's value over den's, '-' without two finite ok values. */
-static void ratio_cell(grid_t *g, int gr, int c, const cell_t *num, const cell_t *den,
-                       const csv_table_t *t, const table_opts_t *o, int vcol)
+/* Row r's --ratio cell: num's value over den's (cell_add's ok_val, NaN without an ok
+ * row), '-' without two finite values. */
+static void ratio_cell(grid_t *g, int gr, int c, const cell_t *num, const cell_t *den)
 {
-    double a = NAN, b = NAN;
-    char text[128];
-    if (num->ok_row >= 0)
-        row_value(t, num->ok_row, o, vcol, &a, text, sizeof text);
-    if (den->ok_row >= 0)
-        row_value(t, den->ok_row, o, vcol, &b, text, sizeof text);
-    if (isfinite(a) && isfinite(b) && b > 0)
-        grid_set(g, gr, c, "%.3f", a / b);
+    if (isfinite(num->ok_val) && isfinite(den->ok_val) && den->ok_val > 0)
+        grid_set(g, gr, c, "%.3f", num->ok_val / den->ok_val);
     else
         grid_set(g, gr, c, "-");
 }
@@ -665,7 +659,7 @@ static int table_pivot(FILE *out, const csv_table_t *t, const table_opts_t *o, c
         if (o->vs_peers)
             marked |= peer_cells(&g, gr, r, nc + 1, t, &pb, o, kcol, vcol);
         if (o->ratio)
-            ratio_cell(&g, gr, rc0, &cells[r * nc + rnum], &cells[r * nc + rden], t, o, vcol);
+            ratio_cell(&g, gr, rc0, &cells[r * nc + rnum], &cells[r * nc + rden]);
     }
     if (g.failed)
         goto oom;
