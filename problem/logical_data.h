@@ -31,10 +31,22 @@ HD uint64_t splitmix64(uint64_t x)
     return x ^ (x >> 31);
 }
 
+/* h % 255 by folding, since 2^32, 2^16 and 2^8 are all 1 modulo 255: shifts and adds,
+ * which a compiler vectorises where a 64-bit division would stop it (the CPU reference
+ * generates most of its inputs this way). */
+HD uint32_t logical_mod255(uint64_t h)
+{
+    uint64_t t = (h & 0xffffffffu) + (h >> 32);
+    t = (t & 0xffffu) + (t >> 16);
+    t = (t & 0xffu) + (t >> 8);
+    t = (t & 0xffu) + (t >> 8);
+    return (uint32_t)(t >= 255 ? t - 255 : t);
+}
+
 HD float logical_value(uint64_t seed, int tensor, uint64_t index, float amplitude)
 {
     uint64_t h = splitmix64(seed ^ ((uint64_t)tensor << 56) ^ splitmix64(index));
-    int k = (int)(h % 255u) - 127;
+    int k = (int)logical_mod255(h) - 127;
     return (float)k * (amplitude / 128.0f);
 }
 
@@ -46,11 +58,22 @@ HD float logical_q(uint64_t seed, int heads, int d, int query, int head, int x)
     return logical_value(seed, TENSOR_Q, ((uint64_t)query * heads + head) * d + x, Q_AMPLITUDE);
 }
 
+/* The index of element 0 of a context K/V row (request, kv head, position) of its tensor,
+ * and of a decoded one (stream, kv head, decoded position); element x is x further. */
+HD uint64_t logical_ctx_kv_index(int kv_heads, int ctx, int d, int request, int head, int pos)
+{
+    return (((uint64_t)request * kv_heads + head) * ctx + pos) * d;
+}
+HD uint64_t logical_dec_kv_index(int kv_heads, int gen, int d, int stream, int head, int pos)
+{
+    return (((uint64_t)stream * kv_heads + head) * gen + pos) * d;
+}
+
 /* K (which = 0) or V (which = 1) of request `request`, kv head `head`, context position pos. */
 HD float logical_ctx_kv(uint64_t seed, int kv_heads, int ctx, int d, int request, int which,
                         int head, int pos, int x)
 {
-    uint64_t i = (((uint64_t)request * kv_heads + head) * ctx + pos) * d + x;
+    uint64_t i = logical_ctx_kv_index(kv_heads, ctx, d, request, head, pos) + x;
     return logical_value(seed, TENSOR_K_CTX + which, i, KV_AMPLITUDE);
 }
 
@@ -58,7 +81,7 @@ HD float logical_ctx_kv(uint64_t seed, int kv_heads, int ctx, int d, int request
 HD float logical_dec_kv(uint64_t seed, int kv_heads, int gen, int d, int stream, int which,
                         int head, int pos, int x)
 {
-    uint64_t i = (((uint64_t)stream * kv_heads + head) * gen + pos) * d + x;
+    uint64_t i = logical_dec_kv_index(kv_heads, gen, d, stream, head, pos) + x;
     return logical_value(seed, TENSOR_K_DEC + which, i, KV_AMPLITUDE);
 }
 

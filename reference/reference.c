@@ -52,28 +52,28 @@ static void dequantise(const ref_source_t *s, int which, int kv_head, double *ro
 #define REFERENCE_CLONES
 #endif
 
-/* h % 255 without a division, by folding: 2^32, 2^16 and 2^8 are all 1 modulo 255. */
-static inline uint32_t mod255(uint64_t h)
-{
-    uint64_t t = (h & 0xffffffffu) + (h >> 32);
-    t = (t & 0xffffu) + (t >> 16);
-    t = (t & 0xffu) + (t >> 8);
-    t = (t & 0xffu) + (t >> 8);
-    return (uint32_t)(t >= 255 ? t - 255 : t);
-}
-
-/* A K/V row of plain data (not 8-bit, and not a key of peaked scores: kv_stored is then
- * logical_value of its tensor at consecutive indices): logical_value's formula with its modulo folded
- * (mod255), a loop the compiler vectorises where the CPU multiplies 64-bit lanes (AVX-512,
- * or AVX2 by parts; picked at load time). Generating the cache's values is most of the
- * reference's time. tests/test_reference.c holds it to logical_value. */
+/* A K/V row of plain data (not a key of peaked scores: kv_logical is then logical_value
+ * of its tensor at consecutive indices), as one loop the compiler vectorises where the CPU
+ * multiplies 64-bit lanes (AVX-512, or AVX2 by parts); generating the cache's values is
+ * most of the reference's time. */
 REFERENCE_CLONES void reference_plain_row(uint64_t seed, int tensor, uint64_t base, int n, float *row)
 {
-    const uint64_t s = seed ^ ((uint64_t)tensor << 56);
-    for (int x = 0; x < n; ++x) {
-        const int k = (int)mod255(splitmix64(s ^ splitmix64(base + (uint64_t)x))) - 127;
-        row[x] = (float)k * (KV_AMPLITUDE / 128.0f);
-    }
+    for (int x = 0; x < n; ++x) row[x] = logical_value(seed, tensor, base + (uint64_t)x, KV_AMPLITUDE);
+}
+
+/* That row as the cache stores it: an 8-bit cache's values mapped through codes (the
+ * table of reference_stored_codes of its tensor and kv head), else (NULL) as they are. */
+static void stored_row(uint64_t seed, int tensor, uint64_t base, int d, const float *codes, float *row)
+{
+    reference_plain_row(seed, tensor, base, d, row);
+    if (codes) /* row holds k/128 times KV_AMPLITUDE: its code's stored value */
+        for (int x = 0; x < d; ++x) row[x] = codes[(int)(row[x] * (128.0f / KV_AMPLITUDE)) + 127];
+}
+
+/* The codes table of K or V (which) of kv head `head` in s (ref_source_t.codes). */
+static const float *codes_of(const ref_source_t *s, int which, int head)
+{
+    return s->codes ? s->codes + ((size_t)which * s->geom.kv_heads + head) * 255 : NULL;
 }
 
 /* 1 where position pos is the current one of --step append, which the step writes: row
@@ -109,16 +109,13 @@ static void load_row(const ref_source_t *s, source_mode_t mode, int stream, int 
     }
     int from = kv_source_stream(g, s->indirection, stream, pos);
     if (!(g->peaked && which == 0) && (!g->kv_quant || s->codes)) {
-        /* plain data: kv_logical's index, the fast way (an 8-bit cache's codes mapped) */
+        /* plain data: kv_logical's row, the fast way */
         const int d = g->head_dim, ctx = kv_ctx_of(g, from / g->beam);
-        const uint64_t base = pos < ctx ? (((uint64_t)(from / g->beam) * g->kv_heads + kv_head) * g->ctx + pos) * d
-                                        : (((uint64_t)from * g->kv_heads + kv_head) * g->gen + (pos - ctx)) * d;
+        const uint64_t base = pos < ctx ? logical_ctx_kv_index(g->kv_heads, g->ctx, d, from / g->beam, kv_head, pos)
+                                        : logical_dec_kv_index(g->kv_heads, g->gen, d, from, kv_head, pos - ctx);
         float plain[256];
-        reference_plain_row(s->seed, (pos < ctx ? TENSOR_K_CTX : TENSOR_K_DEC) + which, base, d, plain);
-        if (g->kv_quant) {
-            const float *stored = s->codes + ((size_t)which * g->kv_heads + kv_head) * 255;
-            for (int x = 0; x < d; ++x) plain[x] = stored[(int)(plain[x] * (128.0f / KV_AMPLITUDE)) + 127];
-        }
+        stored_row(s->seed, (pos < ctx ? TENSOR_K_CTX : TENSOR_K_DEC) + which, base, d, codes_of(s, which, kv_head),
+                   plain);
         copy_row(plain, d, row);
         return;
     }
@@ -136,25 +133,29 @@ void reference_ctx_fill(const ref_source_t *src, int request, int kv_head, float
 {
     const kv_geometry_t *g = &src->geom;
     const int d = g->head_dim;
-    float stored[2][255];
-    if (g->kv_quant)
-        for (int which = 0; which < 2; ++which) reference_stored_codes(g, which, kv_head, stored[which]);
+    /* an 8-bit cache's codes: the source's tables, or this group's own */
+    float own[2][255];
+    const float *codes[2] = {codes_of(src, 0, kv_head), codes_of(src, 1, kv_head)};
+    for (int which = 0; which < 2 && g->kv_quant && !src->codes; ++which) {
+        reference_stored_codes(g, which, kv_head, own[which]);
+        codes[which] = own[which];
+    }
     /* a ragged batch's request: its own context, at the longest's stride */
     const long n = g->ctx_lens ? kv_ctx_of(g, request) : g->ctx;
+    /* a position's K and V rows together: with peaked scores its K row costs more */
 #pragma omp parallel for schedule(static) if (!omp_in_parallel())
-    for (long i = 0; i < 2L * n; ++i) {
-        const int which = (int)(i / n), pos = (int)(i % n);
-        float *row = buf + ((size_t)which * g->ctx + pos) * d;
-        if (g->peaked && which == 0) { /* peaked keys; values stay plain */
-            for (int x = 0; x < d; ++x)
-                row[x] = kv_store(g, kv_ctx_logical(g, src->seed, request, which, kv_head, pos, x), which, kv_head);
-            continue;
+    for (long pos = 0; pos < n; ++pos)
+        for (int which = 0; which < 2; ++which) {
+            float *row = buf + ((size_t)which * g->ctx + pos) * d;
+            if (g->peaked && which == 0) { /* peaked keys; values stay plain */
+                for (int x = 0; x < d; ++x)
+                    row[x] = kv_store(g, kv_ctx_logical(g, src->seed, request, which, kv_head, (int)pos, x), which,
+                                      kv_head);
+                continue;
+            }
+            stored_row(src->seed, TENSOR_K_CTX + which,
+                       logical_ctx_kv_index(g->kv_heads, g->ctx, d, request, kv_head, (int)pos), d, codes[which], row);
         }
-        const uint64_t base = (((uint64_t)request * g->kv_heads + kv_head) * g->ctx + pos) * d;
-        reference_plain_row(src->seed, TENSOR_K_CTX + which, base, d, row);
-        if (g->kv_quant) /* row holds k/128 (KV_AMPLITUDE): its code's stored value */
-            for (int x = 0; x < d; ++x) row[x] = stored[which][(int)(row[x] * (128.0f / KV_AMPLITUDE)) + 127];
-    }
 }
 
 ref_source_t reference_with_ctx(const ref_source_t *src, int request, int kv_head, float *buf)

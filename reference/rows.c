@@ -67,15 +67,16 @@ int reference_rows(const ref_source_t *src, long *at, long from, long to, double
         if (i == 0 || k[i].key != k[i - 1].key) start[groups++] = i;
     }
     start[groups] = n;
-    /* Where a group has fewer rows than there are cores (MHA, GQA, several requests),
-     * groups side by side, a group per thread at a time, each materialising its own
-     * context, as many at once as memory allows: one group at a time, its few rows would
-     * leave most cores idle once its context is filled. */
+    /* Many groups (MHA, GQA, several requests) side by side, a group per thread at a
+     * time, each materialising its own context, as many at once as memory allows: where
+     * there are groups for every core twice over, and where a group has fewer rows than
+     * there are cores (one group at a time, its few rows would leave most of them idle
+     * once its context is filled). */
     const int threads = omp_get_max_threads();
     long par = threads < groups ? threads : groups;
     if ((size_t)par * ctx_bytes > ROWS_CTX_BYTES_MAX) par = (long)(ROWS_CTX_BYTES_MAX / ctx_bytes);
     int failed = 0;
-    if (par >= 2 && n < groups * threads) {
+    if (par >= 2 && ((par == threads && groups >= 2L * threads) || n < groups * threads)) {
 #pragma omp parallel num_threads((int)par) reduction(| : failed)
         {
             float *ctx = malloc(ctx_bytes);

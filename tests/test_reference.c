@@ -507,23 +507,36 @@ static void test_error_scale_separates_right_from_wrong(void **state)
     assert_true(err_rel(&e_wrong) > 10 * tolerance_for(DTYPE_BF16));
 }
 
-/* The fast fill of plain K/V rows gives logical_value's values exactly: every tensor,
+/* The k of logical_value by the definition's division: h % 255 of its hash. */
+static float logical_value_by_division(uint64_t seed, int tensor, uint64_t index)
+{
+    const uint64_t h = splitmix64(seed ^ ((uint64_t)tensor << 56) ^ splitmix64(index));
+    return (float)((int)(h % 255u) - 127) * (KV_AMPLITUDE / 128.0f);
+}
+
+/* logical_value's folded modulo is h % 255 (on edge values and random ones), and the
+ * fast fill of plain K/V rows gives exactly the values of the division: every tensor,
  * seeds and indices across the 64-bit range, row lengths up to 256 (the vector loop's
  * body and its tail). */
 static void test_plain_rows_equal_logical_values(void **state)
 {
     (void)state;
+    const uint64_t edges[] = {0, 1, 254, 255, 256, 65535, 65536, 0xffffffffull, 0x100000000ull,
+                              255ull * 0x0101010101010101ull, UINT64_MAX - 1, UINT64_MAX};
+    for (size_t i = 0; i < sizeof edges / sizeof edges[0]; ++i)
+        assert_int_equal(logical_mod255(edges[i]), edges[i] % 255u);
     float row[256];
     uint64_t r = 12345;
     for (int trial = 0; trial < 4000; ++trial) {
         r = splitmix64(r);
+        assert_int_equal(logical_mod255(r), r % 255u);
         const uint64_t seed = r, base = splitmix64(r ^ 1) >> (trial % 64);
         const int tensor = TENSOR_K_CTX + trial % 4, n = 1 + (int)(splitmix64(r ^ 2) % 256);
         reference_plain_row(seed, tensor, base, n, row);
         for (int x = 0; x < n; ++x)
-            if (row[x] != logical_value(seed, tensor, base + (uint64_t)x, KV_AMPLITUDE))
-                fail_msg("trial %d, element %d: %g, logical_value %g", trial, x, row[x],
-                         logical_value(seed, tensor, base + (uint64_t)x, KV_AMPLITUDE));
+            if (row[x] != logical_value_by_division(seed, tensor, base + (uint64_t)x))
+                fail_msg("trial %d, element %d: %g, by division %g", trial, x, row[x],
+                         logical_value_by_division(seed, tensor, base + (uint64_t)x));
     }
 }
 
