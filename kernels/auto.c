@@ -29,7 +29,9 @@
  * An 8-bit cache (docs/KV-QUANT.md) is weighed alike: each kernel's io() counts it at
  * 1 B an element; bifurcated runs it on its mma.sync bodies (BIFURCATED_ROWSPLIT_FIXED_US),
  * their tensor-core work at fused's rate, the steps being fused's. No 8-bit sweep has
- * checked these crossings. */
+ * checked these crossings.
+ * A ragged batch (--ctx-dist) adds a floor to each: the time of its longest CTA
+ * (ragged_longest_cta_us). */
 #include <stddef.h>
 #include "auto_internal.h"
 
@@ -65,6 +67,23 @@ static double fused_merge_us(int slots)
     return slots > 0 ? FUSED_MERGE_LAUNCH_US + FUSED_MERGE_SLOT_US * slots : 0.0;
 }
 
+/* A ragged batch's longest CTA: its chunk of one kv head's keys, read at an SM's share of
+ * the peak. The byte model counts the keys stored, as if spread evenly; fused's planner
+ * cuts a long request into chunks that keep to that, but bifurcated's plans its split for
+ * the longest request as if every request were as long (docs/RAGGED.md), so that one
+ * 64k request among 1k ones leaves a handful of CTAs reading 64k keys each while the
+ * rest of the GPU idles: a step that cannot end before them. */
+static double ragged_longest_cta_us(const problem_t *p, const attn_plan_t *plan, const device_info_t *dev)
+{
+    if (!problem_ragged(p) || dev->sm_count < 1) return 0.0;
+    int keys = problem_ctx_max(p) + p->gen;
+    if (plan->split.chunk >= 1 && plan->split.chunk < keys) keys = plan->split.chunk;
+    const double bytes = keys * io_kv_row_bytes(p) / p->kv_heads;
+    return bytes / (read_gbps(dev) / dev->sm_count * 1e3);
+}
+
+static double at_least(double t, double floor) { return t > floor ? t : floor; }
+
 /* Predicted microseconds of one step of `fused` and of `bifurcated`. */
 double auto_predict_fused_us(const problem_t *p, const attn_plan_t *plan, const device_info_t *dev)
 {
@@ -76,8 +95,9 @@ double auto_predict_fused_us(const problem_t *p, const attn_plan_t *plan, const 
         double reread = io_kv_bytes_replicated(p) / (FUSED_L2_EFFICIENCY * l2_gbps(dev) * 1e3);
         if (reread > tb) tb = reread;
     }
-    return FUSED_FIXED_US + (tb > tf ? tb + FUSED_UNOVERLAPPED * tf : tf + FUSED_UNOVERLAPPED * tb) +
-           fused_merge_us(fused_plan_merge_slots(p, plan));
+    const double run = at_least(tb > tf ? tb + FUSED_UNOVERLAPPED * tf : tf + FUSED_UNOVERLAPPED * tb,
+                                ragged_longest_cta_us(p, plan, dev));
+    return FUSED_FIXED_US + run + fused_merge_us(fused_plan_merge_slots(p, plan));
 }
 
 /* bifurcated's tensor-core rate: BIFURCATED_TC_EFFICIENCY, fitted on the 16-bit sweeps;
@@ -94,7 +114,7 @@ double auto_predict_bifurcated_us(const problem_t *p, const attn_plan_t *plan,
     double tb, tf;
     model_terms(&kernel_bifurcated, p, plan, dev, bifurcated_tc_efficiency(p), &tb, &tf);
     double fixed = bifurcated_context_on_wgmma(plan) ? BIFURCATED_FIXED_US : BIFURCATED_ROWSPLIT_FIXED_US;
-    return fixed + tb + tf;
+    return fixed + at_least(tb + tf, ragged_longest_cta_us(p, plan, dev));
 }
 
 static const char *auto_unsupported(const problem_t *p)

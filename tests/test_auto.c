@@ -9,6 +9,7 @@
 #include <cmocka.h>
 #include <math.h>
 #include "../kernels/registry.h"
+#include "../problem/ctx_dist.h"
 #include "../kernels/auto_internal.h"
 #include "../kernels/bifurcated_internal.h"
 #include "../report/csv.h"
@@ -469,6 +470,32 @@ static void test_picks_on_the_committed_sweeps(void **state)
     replay_sweep("bifurcated-paged_h200", 60);
 }
 
+/* One 64k request among 63 of 1k (bench/suites/ragged-64k-among-1k.lens): fused's
+ * planner cuts the long one into chunks, bifurcated's split is planned for the longest
+ * request as if all were, so that its long request's CTAs alone took 1474 us on the H200
+ * (paged, g = 8) where fused took 146. Both model the same stored bytes; the longest
+ * CTA tells them apart. */
+static void test_one_long_request_among_short_ones_stays_fused(void **state)
+{
+    (void)state;
+    int lens[64];
+    for (int r = 0; r < 64; ++r) lens[r] = r == 0 ? 65536 : 1024;
+    ctx_dist_t d = {.kind = CTX_DIST_FILE, .n = 64, .lens = lens, .spec = "file:64k-among-1k"};
+    const int kv_heads[] = {32, 8};
+    for (int i = 0; i < 2; ++i) {
+        problem_t p = shape(1, kv_heads[i], 65536);
+        p.batch = 64;
+        problem_set_ctx_dist(&p, &d);
+        device_info_t dev = measured(4624, 7300, 700);
+        dev.sm_count = 132;
+        assert_string_equal(picks_on(p, &dev), "fused");
+        assert_string_equal(picks_on(paged(p), &dev), "fused");
+        attn_plan_t f, b;
+        plan_both(&p, &dev, &f, &b);
+        assert_true(auto_predict_bifurcated_us(&p, &b, &dev) > 1.5 * auto_predict_fused_us(&p, &f, &dev));
+    }
+}
+
 /* At W = 16, 16k MQA bifurcates: fused's memory and tensor-core times are alike there
  * and it hides only part of the smaller (H200: 48.8 us fused, 30.3
  * bifurcated; without FUSED_UNOVERLAPPED the model ties the two). */
@@ -618,6 +645,7 @@ int main(void)
         cmocka_unit_test(test_shared_context_is_bifurcated),
         cmocka_unit_test(test_short_context_long_decode_is_fused),
         cmocka_unit_test(test_few_streams_of_mqa_stay_fused),
+        cmocka_unit_test(test_one_long_request_among_short_ones_stays_fused),
         cmocka_unit_test(test_sixteen_streams_of_mqa_at_16k_bifurcate),
         cmocka_unit_test(test_merge_launch_counts_for_fused),
         cmocka_unit_test(test_merge_launch_has_a_fixed_cost),
