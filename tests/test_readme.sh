@@ -52,12 +52,12 @@ extract() {
 }
 
 # The markdown file with the output after each block of one `table` command run anew
-# (the old output: the blank lines, table rows, paper captions and the flags' legend
-# after the block).
+# (the old output: the blank lines, table rows, paper captions, --vs-peers' caption and
+# the flags' legend after the block).
 tables_updated() {
     awk -v bin="$bin" '
         skipping {
-            if ($0 == "" || $0 ~ /^\|/ || $0 ~ /^\*\*Table [0-9]+ analogue\*\*/ || $0 ~ /^`\*` noisy/) next
+            if ($0 == "" || $0 ~ /^\|/ || $0 ~ /^\*\*Table [0-9]+ analogue\*\*/ || $0 ~ /^`\*` noisy/ || $0 ~ /^attnbench.s kernels: /) next
             skipping = 0
             print ""
         }
@@ -83,7 +83,7 @@ tables_updated() {
 run_plots() { # renders every results/<gpu>/ as make plots does, into $tmp
     for d in results/*/; do
         gpu=$(basename "$d")
-        case $gpu in baseline | profiles) continue ;; esac
+        case $gpu in baseline | profiles | *-x2) continue ;; esac
         ls "$d"*.csv >/dev/null 2>&1 || continue
         ATTNBENCH=$bin plots/render.sh "$d" "$tmp/plots/$gpu" >"$tmp/out" 2>&1 </dev/null || return 1
     done
