@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include "../problem/presets.h"
 #include "../problem/ctx_dist.h"
 #include "../problem/share_map.h"
@@ -469,24 +470,31 @@ static int apply_table_option(const opt_def_t *d, const char *arg, options_t *o,
 static ctx_dist_t ctx_dists[CTX_DISTS_MAX];
 static int n_ctx_dists;
 
+/* A suite line's relative file:PATH is a file beside the suites (bench/suites/PATH),
+ * whatever the working directory; so is a bare file:NAME on the command line where the
+ * working directory has no file of that name and the suites' directory has. The rows
+ * record the spec as given, so that their args rerun from any checkout. */
 static int ctx_dist_option(const char *arg, command_t mode, const ctx_dist_t **out, char *msg, size_t len)
 {
-    /* a suite's file:NAME is a file beside the suites (bench/suites/NAME), whatever the
-     * working directory; the rows record its full path */
-    char spec[CTX_DIST_SPEC_LEN];
-    if (mode == SUITE_LINE && strncmp(arg, "file:", 5) == 0 && arg[5] && arg[5] != '/') {
-        if (snprintf(spec, sizeof spec, "file:%s/%s", ATTNBENCH_SUITE_DIR, arg + 5) >= (int)sizeof spec)
-            FAIL("--ctx-dist %s: the path beside the suites is too long", arg);
-        arg = spec;
-    }
     for (int i = 0; i < n_ctx_dists; ++i)
         if (strcmp(ctx_dists[i].spec, arg) == 0) {
             *out = &ctx_dists[i];
             return 0;
         }
     if (n_ctx_dists == CTX_DISTS_MAX) FAIL("--ctx-dist: more than %d distributions", CTX_DISTS_MAX);
-    if (ctx_dist_parse(arg, &ctx_dists[n_ctx_dists], msg, len) != 0) return -1;
-    *out = &ctx_dists[n_ctx_dists++];
+    char beside[CTX_DIST_SPEC_LEN];
+    const char *read = arg;
+    const int relative = strncmp(arg, "file:", 5) == 0 && arg[5] && arg[5] != '/';
+    if (relative && (mode == SUITE_LINE || (!strchr(arg + 5, '/') && access(arg + 5, F_OK) != 0))) {
+        if (snprintf(beside, sizeof beside, "file:%s/%s", ATTNBENCH_SUITE_DIR, arg + 5) >= (int)sizeof beside)
+            FAIL("--ctx-dist %s: the path beside the suites is too long", arg);
+        if (mode == SUITE_LINE || access(beside + 5, F_OK) == 0) read = beside;
+    }
+    ctx_dist_t *d = &ctx_dists[n_ctx_dists];
+    if (ctx_dist_parse(read, d, msg, len) != 0) return -1;
+    snprintf(d->spec, sizeof d->spec, "%s", arg);
+    *out = d;
+    ++n_ctx_dists;
     return 0;
 }
 

@@ -12,6 +12,7 @@
 #include <unistd.h>
 #include "../bench/options.h"
 #include "../bench/suite.h"
+#include "../problem/ctx_dist.h"
 #include "../problem/share_map.h"
 #include "../harness/grid_internal.h"
 
@@ -537,6 +538,33 @@ static void test_suite_lines(void **state)
     unlink(path);
 }
 
+/* A ragged batch's file of lengths named bare: a suite line reads it beside the suites,
+ * the command line there too where the working directory has none of that name; either
+ * way the spec stays as given, so that a row's args rerun from any checkout. */
+static void test_ctx_dist_file_beside_the_suites(void **state)
+{
+    (void)state;
+    char here[4096];
+    assert_non_null(getcwd(here, sizeof here));
+    assert_int_equal(chdir("/"), 0);
+    options_t o;
+    parse_ok(CMD_RUN, "run --kernel fused --batch 64 --ctx-dist file:ragged-64k-among-1k.lens", &o);
+    assert_non_null(o.grid.ctx_dist);
+    assert_string_equal(o.grid.ctx_dist->spec, "file:ragged-64k-among-1k.lens");
+    assert_int_equal(ctx_dist_len(o.grid.ctx_dist, 0, 0), 65536);
+    expect_bad(CMD_RUN, "run --kernel fused --batch 64 --ctx-dist file:no-such-lengths.lens", "no-such-lengths.lens");
+    assert_int_equal(chdir(here), 0);
+
+    const char *path = write_suite("--batch 64 --ctx-dist file:ragged-64k-among-1k.lens --kernels fused\n");
+    suite_entry_t *e;
+    int n;
+    char msg[512];
+    if (suite_load(path, NULL, &e, &n, msg, sizeof msg)) fail_msg("%s", msg);
+    assert_string_equal(e[0].grid.ctx_dist->spec, "file:ragged-64k-among-1k.lens");
+    free(e);
+    unlink(path);
+}
+
 static void test_suite_command_line_wins(void **state)
 {
     (void)state;
@@ -834,6 +862,7 @@ int main(void)
         cmocka_unit_test(test_bad_numbers),
         cmocka_unit_test(test_bad_command_lines),
         cmocka_unit_test(test_suite_lines),
+        cmocka_unit_test(test_ctx_dist_file_beside_the_suites),
         cmocka_unit_test(test_suite_command_line_wins),
         cmocka_unit_test(test_step_options),
         cmocka_unit_test(test_suite_errors),
