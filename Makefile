@@ -48,7 +48,7 @@ XQA_SRC    := $(if $(HAVE_XQA),$(wildcard kernels/peers/xqa/*.cu))
 XQA_GENCODE := $(or $(foreach g,$(GENCODE),$(if $(findstring code=compute_,$(g)),,$(g))),$(GENCODE))
 XQA_FLAGS  := $(filter-out $(GENCODE) -lineinfo,$(NVFLAGS)) $(XQA_GENCODE) -w -I$(PEERS)/flashinfer/csrc/xqa
 
-HOST_SRC  := $(wildcard problem/*.c report/*.c harness/*.c reference/*.c kernels/*.c bench/cmd_*.c) bench/usage.c bench/options.c bench/suite.c bench/out_csv.c bench/errors.c bench/pool.c
+HOST_SRC  := $(wildcard problem/*.c report/*.c harness/*.c reference/*.c kernels/*.c bench/cmd_*.c) bench/usage.c bench/options.c bench/suite.c bench/out_csv.c bench/errors.c bench/pool.c bench/timeline.c
 CU_SRC    := $(wildcard harness/*.cu kernels/*.cu kernels/peers/*.cu) $(XQA_SRC)
 OBJ       := $(HOST_SRC:%.c=$(BUILD)/%.o) $(CU_SRC:%.cu=$(BUILD)/%.o)
 LIB       := $(BUILD)/libattnbench.a

@@ -3,6 +3,7 @@
  * kernel), take the --shard's slice of them, and hand them to GPU worker processes
  * (pool.h), one per --devices entry; each row is printed and written to the CSV as it
  * completes. --dry-run lists the rows instead and touches no GPU. */
+#include <omp.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -14,6 +15,7 @@
 #include "options.h"
 #include "pool.h"
 #include "suite.h"
+#include "timeline.h"
 #include "../harness/device.h"
 #include "../harness/runner.h"
 #include "../harness/schedule.h"
@@ -40,11 +42,13 @@ typedef struct run_ctx {
     tally_t t;
     const int *devices;   /* --devices: the CUDA index of each worker slot; NULL: the default GPU */
     int n_devices;
+    int workers;          /* worker processes running at once (pool_run starts no more than jobs) */
     char gpu[32];         /* the gpu of the rows: names the row of a job whose worker died */
     bool header;          /* the table's header is printed */
     int tp;               /* --tp: the GPUs each job is split over (pool_run_tp); 1: none */
     result_row_t shares[TP_MAX];   /* --tp: the rows of the job in hand, one per GPU */
     int got, skipped;     /* --tp: its shares reported (or died in), and said skipped */
+    timeline_t time;      /* where the wall time went: the closing time lines */
 } run_ctx_t;
 
 /* --tp, in a worker: the barrier before a share's timing loop (pool_barrier). */
@@ -63,6 +67,7 @@ static void tp_wait(void *vctx)
  * start another past the faulty one. */
 static int gpu_worker(void *vctx, int slot, int starts, int in, int out)
 {
+    const double born = timeline_now();
     const run_ctx_t *c = vctx;
     const options_t *o = c->o;
     if (c->devices) {
@@ -75,6 +80,8 @@ static int gpu_worker(void *vctx, int slot, int starts, int in, int out)
             return 1;
         }
     }
+    /* several workers at once: each verifies with its share of the cores (pool.h) */
+    if (c->workers > 1) omp_set_num_threads(pool_thread_share(omp_get_max_threads(), c->workers, slot));
     timing_opts_t timing = {.warmup = o->warmup, .iters = o->iters, .min_time_s = o->min_time_s,
                             .max_noise = o->max_noise_pct / 100.0, .max_time_s = o->max_time_s,
                             .hot = o->hot, .graph = o->graph, .profile = o->profile};
@@ -90,7 +97,7 @@ static int gpu_worker(void *vctx, int slot, int starts, int in, int out)
                runner.dev.peak_tc_tflops);
     }
     fflush(stdout);
-    pool_report_t rep = {.job = POOL_READY};
+    pool_report_t rep = {.job = POOL_READY, .spent = {.total_s = timeline_now() - born, .peak_s = runner.peak_s}};
     if (pool_send(out, &rep) != 0) return 1;
     tp_barrier_t barrier = {.in = in, .out = out};
     if (c->tp > 1) {
@@ -98,6 +105,7 @@ static int gpu_worker(void *vctx, int slot, int starts, int in, int out)
         runner.before_timing_ctx = &barrier;
     }
     for (int i; (i = pool_next_job(in)) >= 0;) {
+        const double handed = timeline_now();
         memset(&rep, 0, sizeof rep);
         rep.job = i;
         /* a row's inputs follow from --seed and its place in the grid alone, so a resumed,
@@ -112,7 +120,11 @@ static int gpu_worker(void *vctx, int slot, int starts, int in, int out)
         /* --tp: this worker's share of the step, timed with the others' (tp_wait) */
         problem_t share = tp_share(&c->jobs[i].problem);
         barrier.job = i;
-        if (!rep.skipped) runner_row(&runner, &share, c->jobs[i].kernel, &rep.row);
+        if (!rep.skipped) {
+            runner_row(&runner, &share, c->jobs[i].kernel, &rep.row);
+            rep.spent = (pool_spent_t){.total_s = timeline_now() - handed, .verify_s = runner.verify_s,
+                                       .timing_s = runner.timing_s};
+        }
         rep.last = runner.broken;
         fflush(stdout);
         if (pool_send(out, &rep) != 0) return 1;
@@ -168,6 +180,7 @@ static int tp_share_done(run_ctx_t *c, int slot, int j, const result_row_t *row,
 static int on_report(void *vctx, int slot, pool_report_t *rep)
 {
     run_ctx_t *c = vctx;
+    if (!rep->skipped) timeline_row(&c->time, slot, &rep->spent, timeline_now());
     if (c->tp > 1) {
         if (rep->row.gpu[0]) snprintf(c->gpu, sizeof c->gpu, "%s", rep->row.gpu);
         return tp_share_done(c, slot, rep->job, &rep->row, rep->skipped);
@@ -179,6 +192,12 @@ static int on_report(void *vctx, int slot, pool_report_t *rep)
     }
     rep->row.device = c->devices ? c->devices[slot] : 0;
     return record(c, &rep->row);
+}
+
+static void on_ready(void *vctx, int slot, const pool_report_t *rep)
+{
+    run_ctx_t *c = vctx;
+    timeline_ready(&c->time, slot, &rep->spent);
 }
 
 /* The worker died inside job j: that job is an error row (--resume runs it again). */
@@ -253,7 +272,9 @@ static int run_jobs(run_ctx_t *c, options_t *o, int n)
         }
     if (c->tp > 1 || o->n_devices || o->all_devices) {
         static char keys[DEVICES_MAX][32];
+        const double t0 = timeline_now();
         int visible = probe_devices(keys, DEVICES_MAX);
+        c->time.listed_s = timeline_now() - t0;
         char msg[512];
         if (!visible) {
             cmd_error(NULL, "no CUDA GPU is usable on this machine; this command needs one");
@@ -283,7 +304,8 @@ static int run_jobs(run_ctx_t *c, options_t *o, int n)
         if (!cost || schedule_order(cost, n, order) != 0) for (int i = 0; i < n; ++i) order[i] = i;
         free(cost);
     }
-    pool_ops_t ops = {.worker = gpu_worker, .record = on_report, .died = on_death};
+    c->workers = c->tp > 1 || slots < n ? slots : n;
+    pool_ops_t ops = {.worker = gpu_worker, .record = on_report, .died = on_death, .ready = on_ready};
     int rc = c->tp > 1 ? pool_run_tp(&ops, c, c->tp, order, n) : pool_run(&ops, c, slots, order, n);
     free(order);
     return rc;
@@ -430,6 +452,7 @@ static int load_entries(command_t cmd, const options_t *o, suite_entry_t *single
 
 static int run_command(int argc, char **argv, command_t cmd)
 {
+    const double start = timeline_now();
     options_t o;
     int status;
     if (cmd_options(argc, argv, cmd, &o, &status) != 0) return status;
@@ -477,6 +500,7 @@ static int run_command(int argc, char **argv, command_t cmd)
         return rc;
     }
     run_ctx_t c = {.cmd = cmd, .o = &o, .jobs = jobs, .csv = &csv};
+    timeline_init(&c.time, start);
     rc = run_jobs(&c, &o, n_jobs);
     if (out_csv_close(&csv, msg, sizeof msg) != 0 && !rc) {
         cmd_error(argv[0], "--out %s", msg);
@@ -487,6 +511,7 @@ static int run_command(int argc, char **argv, command_t cmd)
     printf("# %d rows, %d failed", c.t.rows, c.t.failed);
     if (c.t.skipped) printf(", %d already in %s", c.t.skipped, o.out);
     printf("\n");
+    timeline_print(stdout, &c.time, c.t.rows, timeline_now(), c.devices);
     return c.t.failed ? 1 : 0;
 }
 

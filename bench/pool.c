@@ -236,6 +236,7 @@ static int take(pool_t *p, int i)
     if (read_full(s->from, &rep, sizeof rep) != sizeof rep) return reap(p, i);
     if (rep.job == POOL_READY) {
         s->ready = true;
+        if (p->ops->ready) p->ops->ready(p->ctx, i, &rep);
     } else if (rep.barrier) {
         s->waiting = p->tp && rep.job == s->job;
         if (!s->waiting) {
@@ -330,6 +331,13 @@ int pool_run(const pool_ops_t *ops, void *ctx, int slots, const int *order, int 
 int pool_run_tp(const pool_ops_t *ops, void *ctx, int width, const int *order, int n)
 {
     return run(ops, ctx, width, order, n, true);
+}
+
+int pool_thread_share(int threads, int slots, int slot)
+{
+    if (slots < 1) slots = 1;
+    int share = threads / slots + (slot >= 0 && slot < threads % slots);
+    return share > 0 ? share : 1;
 }
 
 int pool_devices_check(const char (*keys)[32], int visible, bool all, int *devices,

@@ -13,12 +13,22 @@
 /* The job of a report that says the worker is set up and takes jobs. */
 #define POOL_READY (-1)
 
+/* Where a worker's time went, in seconds, for the run's closing time lines: the pool
+ * carries it from the worker to the caller, which sums it per slot. */
+typedef struct pool_spent {
+    double total_s;     /* POOL_READY: setting up; a job: running it */
+    double peak_s;      /* POOL_READY: of which measuring the GPU's peaks */
+    double verify_s;    /* a job: of which checking its output against the CPU reference */
+    double timing_s;    /* a job: of which its timing loop */
+} pool_spent_t;
+
 /* What a worker tells the parent about one job; small enough for one atomic pipe write. */
 typedef struct pool_report {
     int job;         /* the caller's job index, or POOL_READY */
     int skipped;     /* already in the CSV (--resume): nothing was run */
     int last;        /* the worker can run nothing more (a sticky CUDA error) and exits */
     int barrier;     /* pool_run_tp: the worker is at job's barrier (pool_barrier), no row */
+    pool_spent_t spent;
     result_row_t row;
 } pool_report_t;
 
@@ -34,6 +44,8 @@ typedef struct pool_ops {
     /* In the parent: slot's worker died inside `job` (wait status `status`): the job's
      * row is lost. 0, or -1 to stop every worker. */
     int (*died)(void *ctx, int slot, int job, int status);
+    /* In the parent, optional (NULL: none): slot's worker said POOL_READY. */
+    void (*ready)(void *ctx, int slot, const pool_report_t *rep);
 } pool_ops_t;
 
 /* Runs jobs order[0..n) on min(slots, n) workers, handing each free worker the next
@@ -57,6 +69,14 @@ int pool_barrier(int in, int out, int job);
 int pool_next_job(int in);
 /* For workers: sends one report. 0, or -1 when the parent is gone. */
 int pool_send(int out, const pool_report_t *rep);
+
+/* The CPU threads worker slot `slot` of `slots` workers running at once may use for its
+ * share of `threads` (the CPU reference's OpenMP pool): an even share, the first
+ * threads % slots slots one more, at least 1. Each worker would otherwise take every
+ * core, and workers verifying at once would run twice as many threads as there are
+ * cores, spinning at OpenMP's barriers against one another and against the threads
+ * that launch the other workers' timed kernels. */
+int pool_thread_share(int threads, int slots, int slot);
 
 /* --devices, planned without a GPU. keys[0..visible) are the kinds (gpu keys) of the
  * devices the machine shows. With all, devices becomes 0..visible-1; otherwise each

@@ -49,7 +49,9 @@ int runner_open(runner_t *r, const timing_opts_t *timing, bool verify, bool time
     if (e == cudaSuccess && time_it) {
         peak_t peak;
         nvtx_push("peak");
+        const double t0 = verify_seconds_now();
         e = peak_measure(&r->dev, &peak);
+        r->peak_s = verify_seconds_now() - t0;
         nvtx_pop();
         r->dev.peak_read_gbps = peak.read_gbps;
         r->dev.peak_tc_tflops = peak.tc_tflops;
@@ -521,6 +523,24 @@ static void row_set_io(const runner_t *r, const attn_io_t *io, result_row_t *row
     }
 }
 
+/* The row's timing columns from the timed launches of a step moving io's bytes. */
+static void row_set_times(const runner_t *r, const attn_io_t *io, const timing_result_t *t, result_row_t *row)
+{
+    row->iters = t->times.n;
+    row->median_us = t->times.median;
+    row->p10_us = t->times.p10;
+    row->p90_us = t->times.p90;
+    row->min_us = t->times.min;
+    row->max_us = t->times.max;
+    row->noise = t->times.noise;
+    row->sm_mhz = t->sm_mhz;
+    row->gbps = io->bytes / (t->times.median * 1e3);
+    if (r->dev.peak_read_gbps > 0) row->pct_peak_bw = 100.0 * row->gbps / r->dev.peak_read_gbps;
+    if (r->nvml.spec_gbps > 0) row->pct_spec_bw = 100.0 * row->gbps / r->nvml.spec_gbps;
+    stats_flags(&t->times, t->capped_above_target, t->sm_mhz, r->nvml.max_sm_mhz, row->flags,
+                sizeof row->flags);
+}
+
 /* A selecting kernel's sets after its first launch (into *chosen, host): the fraction
  * of keys they keep, and for the selected step the bytes and FLOPs of those keys only. */
 static cudaError_t selection_of(const runner_t *r, const problem_t *p, const attn_kernel_t *run,
@@ -543,6 +563,7 @@ static cudaError_t selection_of(const runner_t *r, const problem_t *p, const att
 void runner_row(runner_t *r, const problem_t *p, const attn_kernel_t *k, result_row_t *row)
 {
     attn_plan_t plan;
+    r->verify_s = r->timing_s = 0.0;
     const attn_kernel_t *run = describe(r, p, k, row, &plan);
     if (!run) {
         snprintf(row->status, sizeof row->status, "%s", "unsupported");
@@ -644,6 +665,7 @@ void runner_row(runner_t *r, const problem_t *p, const attn_kernel_t *k, result_
     int64_t out_elements = (int64_t)problem_queries(p) * p->heads * p->head_dim;
     last_launch_t last = {b.out, NULL, m.out, out_elements, p->dtype, &step};
     timer_last_t last_hooks = {poison_output, keep_output, &last};
+    double t0 = verify_seconds_now();
     if (e == cudaSuccess && r->verify) {
         nvtx_push("verify");
         kv_geometry_t geom = a.geom;
@@ -676,6 +698,7 @@ void runner_row(runner_t *r, const problem_t *p, const attn_kernel_t *k, result_
             CK(cudaStreamSynchronize(s));
             CK(judge_output(p, b.last_out, &checked, "second", row));
         }
+        r->verify_s = verify_seconds_now() - t0;
         nvtx_pop();
     }
     if (e == cudaSuccess && r->time) {
@@ -685,26 +708,15 @@ void runner_row(runner_t *r, const problem_t *p, const attn_kernel_t *k, result_
         bool check_last = r->verify && !r->timing.profile;
         if (r->before_timing) r->before_timing(r->before_timing_ctx);
         /* pushes warm-up, timed */
+        t0 = verify_seconds_now();
         e = timer_run(r->timer, launch_step, &step, &r->timing, check_last ? &last_hooks : NULL, &t);
-        if (e == cudaSuccess) {
-            row->iters = t.times.n;
-            row->median_us = t.times.median;
-            row->p10_us = t.times.p10;
-            row->p90_us = t.times.p90;
-            row->min_us = t.times.min;
-            row->max_us = t.times.max;
-            row->noise = t.times.noise;
-            row->sm_mhz = t.sm_mhz;
-            row->gbps = io.bytes / (t.times.median * 1e3);
-            if (r->dev.peak_read_gbps > 0)
-                row->pct_peak_bw = 100.0 * row->gbps / r->dev.peak_read_gbps;
-            if (r->nvml.spec_gbps > 0) row->pct_spec_bw = 100.0 * row->gbps / r->nvml.spec_gbps;
-            stats_flags(&t.times, t.capped_above_target, t.sm_mhz, r->nvml.max_sm_mhz, row->flags,
-                        sizeof row->flags);
-        }
+        r->timing_s = verify_seconds_now() - t0;
+        if (e == cudaSuccess) row_set_times(r, &io, &t, row);
         if (e == cudaSuccess && check_last) {
             nvtx_push("verify");
+            t0 = verify_seconds_now();
             e = judge_output(p, b.last_out, &checked, "last timed", row);
+            r->verify_s += verify_seconds_now() - t0;
             nvtx_pop();
         }
     }

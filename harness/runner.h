@@ -31,6 +31,10 @@ typedef struct runner {
      * that the GPUs of one step start timing together (pool_barrier); NULL: none */
     void (*before_timing)(void *ctx);
     void *before_timing_ctx;
+    /* Where the time went, in seconds of CLOCK_MONOTONIC, for the run's closing time
+     * lines: peak_s, runner_open's measuring of the peaks; verify_s and timing_s, the last
+     * runner_row's checks against the CPU reference and its timing loop */
+    double peak_s, verify_s, timing_s;
 } runner_t;
 
 /* Queries the GPU, measures its read bandwidth and tensor-core rate (`peak`) and

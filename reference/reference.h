@@ -88,7 +88,8 @@ int reference_probs(const ref_source_t *src, int query, int head, double *prob);
  * a row, at the row's index in at[]), the rows reordered in at[from..to) by (request, kv
  * head): the rows of one such group share their context, materialised once
  * (reference_ctx_fill), a few times cheaper than computing each key's values anew. Runs
- * on every core (OpenMP). Returns -1 when memory runs out. */
+ * on OpenMP's threads (omp_get_max_threads: every core, or a GPU worker's share of them
+ * where several run at once). Returns -1 when memory runs out. */
 int reference_rows(const ref_source_t *src, long *at, long from, long to, double *want);
 
 /* Error of a kernel's output against the reference, accumulated over rows. */

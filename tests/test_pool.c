@@ -2,7 +2,8 @@
  * the GPU ones: every job is reported once, over any number of workers; a worker killed
  * inside a job costs that job's row only and the others go on; a worker that can run
  * nothing more is replaced; one that cannot set up, or a parent that cannot keep the
- * rows, stops everything and leaves no process behind. */
+ * rows, stops everything and leaves no process behind; the time each worker spent
+ * reaches the parent; workers running at once share the CPU threads. */
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -29,6 +30,8 @@ typedef struct fake {
     int reported[JOBS_MAX], died[JOBS_MAX], died_signal[JOBS_MAX];
     int order_seen[JOBS_MAX], n_seen;
     int starts_max;
+    int readies;          /* POOL_READY reports the parent was told of (pool_ops_t.ready) */
+    double setup_s, row_s; /* the time they and the rows' reports carried, summed */
 } fake_t;
 
 static int fake_worker(void *ctx, int slot, int starts, int in, int out)
@@ -38,6 +41,8 @@ static int fake_worker(void *ctx, int slot, int starts, int in, int out)
     pool_report_t rep;
     memset(&rep, 0, sizeof rep);
     rep.job = POOL_READY;
+    rep.spent.total_s = 2.0;
+    rep.spent.peak_s = 1.5;
     if (pool_send(out, &rep)) return 1;
     for (int j; (j = pool_next_job(in)) >= 0;) {
         if (j == f->die_on) raise(SIGKILL);
@@ -47,6 +52,7 @@ static int fake_worker(void *ctx, int slot, int starts, int in, int out)
         rep.row.beam = j;          /* the row says which job it is */
         rep.row.batch = slot;
         rep.row.iters = starts;
+        rep.spent.total_s = 0.25;
         if (pool_send(out, &rep)) return 1;
         if (rep.last) return 3;
     }
@@ -61,6 +67,7 @@ static int fake_record(void *ctx, int slot, pool_report_t *rep)
     f->reported[rep->job]++;
     f->order_seen[f->n_seen++] = rep->job;
     if (rep->row.iters > f->starts_max) f->starts_max = rep->row.iters;
+    f->row_s += rep->spent.total_s;
     return f->stop_after >= 0 && f->n_seen >= f->stop_after ? -1 : 0;
 }
 
@@ -73,7 +80,18 @@ static int fake_died(void *ctx, int slot, int job, int status)
     return 0;
 }
 
-static const pool_ops_t ops = {fake_worker, fake_record, fake_died};
+static void fake_ready(void *ctx, int slot, const pool_report_t *rep)
+{
+    (void)slot;
+    fake_t *f = ctx;
+    assert_int_equal(rep->job, POOL_READY);
+    assert_true(rep->spent.peak_s == 1.5);
+    f->readies++;
+    f->setup_s += rep->spent.total_s;
+}
+
+static const pool_ops_t ops = {fake_worker, fake_record, fake_died, NULL};
+static const pool_ops_t ops_told_ready = {fake_worker, fake_record, fake_died, fake_ready};
 
 static void fake_init(fake_t *f)
 {
@@ -171,10 +189,55 @@ static void rows_that_cannot_be_kept_stop_every_worker(void **state)
     assert_no_children();
 }
 
+/* The time a worker says it spent reaches the parent: its setting up once a start (a
+ * replaced worker's too), each row's with the row. */
+static void the_time_spent_reaches_the_parent(void **state)
+{
+    (void)state;
+    int order[12];
+    for (int i = 0; i < 12; ++i) order[i] = i;
+    fake_t f;
+    fake_init(&f);
+    f.last_on = 4;
+    assert_int_equal(pool_run(&ops_told_ready, &f, 1, order, 12), 0);
+    assert_int_equal(f.readies, 2);             /* started again after job 4 */
+    assert_true(f.setup_s == 4.0);
+    assert_true(f.row_s == 12 * 0.25);
+    fake_init(&f);
+    assert_int_equal(pool_run(&ops_told_ready, &f, 3, order, 12), 0);
+    assert_int_equal(f.readies, 3);
+    assert_no_children();
+}
+
+/* Workers running at once share the CPU threads: evenly, the first ones one more where
+ * they do not divide, never none; one worker keeps them all. */
+static void workers_share_the_threads(void **state)
+{
+    (void)state;
+    assert_int_equal(pool_thread_share(32, 1, 0), 32);
+    assert_int_equal(pool_thread_share(32, 2, 0), 16);
+    assert_int_equal(pool_thread_share(32, 2, 1), 16);
+    const int shares[3] = {6, 5, 5};
+    for (int slot = 0; slot < 3; ++slot) assert_int_equal(pool_thread_share(16, 3, slot), shares[slot]);
+    for (int threads = 1; threads <= 40; ++threads)
+        for (int slots = 1; slots <= 9; ++slots) {
+            int sum = 0;
+            for (int slot = 0; slot < slots; ++slot) {
+                const int share = pool_thread_share(threads, slots, slot);
+                assert_true(share >= 1);
+                sum += share;
+            }
+            assert_int_equal(sum, threads >= slots ? threads : slots);   /* fewer threads than workers: one each */
+        }
+    assert_int_equal(pool_thread_share(8, 0, 0), 8);   /* no count given: one worker */
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(every_job_is_reported_once),
+        cmocka_unit_test(the_time_spent_reaches_the_parent),
+        cmocka_unit_test(workers_share_the_threads),
         cmocka_unit_test(a_killed_worker_costs_its_job_only),
         cmocka_unit_test(a_worker_that_can_run_no_more_is_replaced),
         cmocka_unit_test(a_worker_that_cannot_set_up_stops_the_pool),

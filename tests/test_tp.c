@@ -239,7 +239,7 @@ static int fake_died(void *ctx, int slot, int job, int status)
     return 0;
 }
 
-static const pool_ops_t ops = {fake_worker, fake_record, fake_died};
+static const pool_ops_t ops = {fake_worker, fake_record, fake_died, NULL};
 
 static void assert_no_children(void)
 {
