@@ -28,9 +28,10 @@ static int size_parse(const char *s, size_t n, int *out)
     for (size_t i = 0; i < n; ++i)
         if (buf[i] < '0' || buf[i] > '9') return -1;
     errno = 0;
-    long long v = strtoll(buf, NULL, 10) * mult;
-    if (errno || v <= 0 || v > INT_MAX) return -1;
-    *out = (int)v;
+    const long long digits = strtoll(buf, NULL, 10);
+    /* bounded before the multiplication, which could otherwise overflow */
+    if (errno || digits <= 0 || digits > INT_MAX / mult) return -1;
+    *out = (int)(digits * mult);
     return 0;
 }
 

@@ -94,7 +94,7 @@ static void test_bad_specs(void **state)
     const char *bad[] = {"", "fixed:", "uniform", "uniform:1k", "uniform:0:8", "uniform:8:4", "uniform:1x:2k",
                          "uniform:1k:2k:-1", "uniform:1k:2k:", "uniform:1k:2k:x", "uniform:k:2k", "normal:1:2",
                          "file:", "file:/nonexistent/lengths.txt", "file:a b", bad_file, empty_file, zero_file,
-                         "uniform:3000000000:3000000001"};
+                         "uniform:3000000000:3000000001", "uniform:1:3000m", "uniform:1:22000000000000000m"};
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; ++i) {
         ctx_dist_t d;
         char msg[256] = "";
