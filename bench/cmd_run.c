@@ -20,6 +20,7 @@
 #include "../harness/runner.h"
 #include "../harness/schedule.h"
 #include "../harness/tp.h"
+#include "../harness/verify.h"
 
 /* One (configuration, kernel) to run. */
 typedef struct job {
@@ -67,7 +68,7 @@ static void tp_wait(void *vctx)
  * start another past the faulty one. */
 static int gpu_worker(void *vctx, int slot, int starts, int in, int out)
 {
-    const double born = timeline_now();
+    const double born = verify_seconds_now();
     const run_ctx_t *c = vctx;
     const options_t *o = c->o;
     if (c->devices) {
@@ -97,7 +98,7 @@ static int gpu_worker(void *vctx, int slot, int starts, int in, int out)
                runner.dev.peak_tc_tflops);
     }
     fflush(stdout);
-    pool_report_t rep = {.job = POOL_READY, .spent = {.total_s = timeline_now() - born, .peak_s = runner.peak_s}};
+    pool_report_t rep = {.job = POOL_READY, .spent = {.total_s = verify_seconds_now() - born, .peak_s = runner.peak_s}};
     if (pool_send(out, &rep) != 0) return 1;
     tp_barrier_t barrier = {.in = in, .out = out};
     if (c->tp > 1) {
@@ -105,7 +106,7 @@ static int gpu_worker(void *vctx, int slot, int starts, int in, int out)
         runner.before_timing_ctx = &barrier;
     }
     for (int i; (i = pool_next_job(in)) >= 0;) {
-        const double handed = timeline_now();
+        const double handed = verify_seconds_now();
         memset(&rep, 0, sizeof rep);
         rep.job = i;
         /* a row's inputs follow from --seed and its place in the grid alone, so a resumed,
@@ -122,7 +123,7 @@ static int gpu_worker(void *vctx, int slot, int starts, int in, int out)
         barrier.job = i;
         if (!rep.skipped) {
             runner_row(&runner, &share, c->jobs[i].kernel, &rep.row);
-            rep.spent = (pool_spent_t){.total_s = timeline_now() - handed, .verify_s = runner.verify_s,
+            rep.spent = (pool_spent_t){.total_s = verify_seconds_now() - handed, .verify_s = runner.verify_s,
                                        .timing_s = runner.timing_s};
         }
         rep.last = runner.broken;
@@ -180,7 +181,7 @@ static int tp_share_done(run_ctx_t *c, int slot, int j, const result_row_t *row,
 static int on_report(void *vctx, int slot, pool_report_t *rep)
 {
     run_ctx_t *c = vctx;
-    if (!rep->skipped) timeline_row(&c->time, slot, &rep->spent, timeline_now());
+    if (!rep->skipped) timeline_row(&c->time, slot, &rep->spent, verify_seconds_now());
     if (c->tp > 1) {
         if (rep->row.gpu[0]) snprintf(c->gpu, sizeof c->gpu, "%s", rep->row.gpu);
         return tp_share_done(c, slot, rep->job, &rep->row, rep->skipped);
@@ -272,9 +273,9 @@ static int run_jobs(run_ctx_t *c, options_t *o, int n)
         }
     if (c->tp > 1 || o->n_devices || o->all_devices) {
         static char keys[DEVICES_MAX][32];
-        const double t0 = timeline_now();
+        const double t0 = verify_seconds_now();
         int visible = probe_devices(keys, DEVICES_MAX);
-        c->time.listed_s = timeline_now() - t0;
+        c->time.listed_s = verify_seconds_now() - t0;
         char msg[512];
         if (!visible) {
             cmd_error(NULL, "no CUDA GPU is usable on this machine; this command needs one");
@@ -452,7 +453,7 @@ static int load_entries(command_t cmd, const options_t *o, suite_entry_t *single
 
 static int run_command(int argc, char **argv, command_t cmd)
 {
-    const double start = timeline_now();
+    const double start = verify_seconds_now();
     options_t o;
     int status;
     if (cmd_options(argc, argv, cmd, &o, &status) != 0) return status;
@@ -511,7 +512,7 @@ static int run_command(int argc, char **argv, command_t cmd)
     printf("# %d rows, %d failed", c.t.rows, c.t.failed);
     if (c.t.skipped) printf(", %d already in %s", c.t.skipped, o.out);
     printf("\n");
-    timeline_print(stdout, &c.time, c.t.rows, timeline_now(), c.devices);
+    timeline_print(stdout, &c.time, c.t.rows, verify_seconds_now(), c.devices);
     return c.t.failed ? 1 : 0;
 }
 

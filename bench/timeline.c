@@ -2,14 +2,6 @@
 #include "timeline.h"
 
 #include <string.h>
-#include <time.h>
-
-double timeline_now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
 
 void timeline_init(timeline_t *t, double start)
 {

@@ -1,7 +1,8 @@
 /* Where the wall time of run, sweep and verify went: listing the GPUs, then for each
  * worker slot its setting up (of which measuring the peaks) and its rows (of which the
  * verification and the timing loops), summed from the workers' reports (pool_spent_t)
- * and printed after the run's count line as comment lines. A two-GPU sweep that is not
+ * and printed after the run's count line as comment lines. Times are seconds of
+ * harness/verify.h's monotonic clock (verify_seconds_now). A two-GPU sweep that is not
  * twice as fast as one GPU's says there which part did not shrink. Plain C, no GPU. */
 #ifndef ATTNBENCH_TIMELINE_H
 #define ATTNBENCH_TIMELINE_H
@@ -20,14 +21,11 @@ typedef struct timeline_slot {
 } timeline_slot_t;
 
 typedef struct timeline {
-    double start;          /* timeline_now() when the run began */
+    double start;          /* verify_seconds_now() when the run began */
     double listed_s;       /* listing the GPUs (--devices, --tp); 0: not listed */
     int slots;             /* the highest slot reported, plus one */
     timeline_slot_t slot[TIMELINE_SLOTS_MAX];
 } timeline_t;
-
-/* Seconds of CLOCK_MONOTONIC. */
-double timeline_now(void);
 
 /* An empty timeline whose run starts at `start`. */
 void timeline_init(timeline_t *t, double start);
