@@ -32,6 +32,7 @@
  * checked these crossings.
  * A ragged batch (--ctx-dist) adds a floor to each: the time of its longest CTA
  * (ragged_longest_cta_us). */
+#include <math.h>
 #include <stddef.h>
 #include "auto_internal.h"
 
@@ -82,8 +83,6 @@ static double ragged_longest_cta_us(const problem_t *p, const attn_plan_t *plan,
     return bytes / (read_gbps(dev) / dev->sm_count * 1e3);
 }
 
-static double at_least(double t, double floor) { return t > floor ? t : floor; }
-
 /* Predicted microseconds of one step of `fused` and of `bifurcated`. */
 double auto_predict_fused_us(const problem_t *p, const attn_plan_t *plan, const device_info_t *dev)
 {
@@ -95,8 +94,8 @@ double auto_predict_fused_us(const problem_t *p, const attn_plan_t *plan, const 
         double reread = io_kv_bytes_replicated(p) / (FUSED_L2_EFFICIENCY * l2_gbps(dev) * 1e3);
         if (reread > tb) tb = reread;
     }
-    const double run = at_least(tb > tf ? tb + FUSED_UNOVERLAPPED * tf : tf + FUSED_UNOVERLAPPED * tb,
-                                ragged_longest_cta_us(p, plan, dev));
+    const double run = fmax(tb > tf ? tb + FUSED_UNOVERLAPPED * tf : tf + FUSED_UNOVERLAPPED * tb,
+                            ragged_longest_cta_us(p, plan, dev));
     return FUSED_FIXED_US + run + fused_merge_us(fused_plan_merge_slots(p, plan));
 }
 
@@ -114,7 +113,7 @@ double auto_predict_bifurcated_us(const problem_t *p, const attn_plan_t *plan,
     double tb, tf;
     model_terms(&kernel_bifurcated, p, plan, dev, bifurcated_tc_efficiency(p), &tb, &tf);
     double fixed = bifurcated_context_on_wgmma(plan) ? BIFURCATED_FIXED_US : BIFURCATED_ROWSPLIT_FIXED_US;
-    return fixed + at_least(tb + tf, ragged_longest_cta_us(p, plan, dev));
+    return fixed + fmax(tb + tf, ragged_longest_cta_us(p, plan, dev));
 }
 
 static const char *auto_unsupported(const problem_t *p)
