@@ -65,6 +65,31 @@ __device__ __forceinline__ void load_vectors(const T *base, int64_t off, bool va
     }
 }
 
+/* Rows of keys each lane has in flight: a CTA's loads of SHARE_INFLIGHT rows a row group
+ * are issued before the first is used, so that an SM holds about 64 KiB of reads in
+ * flight (4 CTAs of 4 warps) where one row at a time held an eighth of that. */
+#define SHARE_INFLIGHT 8
+
+/* The lane's 16-byte vectors (sub, sub + lpr, ...) of a row at element offset off of base,
+ * raw; zeros past the row and for an invalid row. */
+template <typename T, int CPL>
+__device__ __forceinline__ void load_raw(const T *base, int64_t off, bool valid, int sub, int lpr, int vectors,
+                                         uint4 (&raw)[CPL])
+{
+    const uint4 *row = reinterpret_cast<const uint4 *>(base + off);
+#pragma unroll
+    for (int c = 0; c < CPL; ++c) {
+        const int vi = sub + c * lpr;
+        raw[c] = valid && vi < vectors ? row[vi] : make_uint4(0u, 0u, 0u, 0u);
+    }
+}
+template <typename T, int CPL>
+__device__ __forceinline__ void raw_to_float(const uint4 (&raw)[CPL], float *v)
+{
+#pragma unroll
+    for (int c = 0; c < CPL; ++c) to_float<T>(raw[c], v + c * vec16<T>::N);
+}
+
 /* (m, l) of a softmax over two sets: their maximum, and the sum of exp(x - m). */
 __device__ __forceinline__ void ml_combine(float &m, float &l, float m2, float l2)
 {
@@ -124,22 +149,33 @@ __global__ void __launch_bounds__(SHARE_THREADS) share_logits_kernel(const share
 
     const T *kv = static_cast<const T *>(P.kv);
     const int k0 = split * P.chunk, k1 = min(share_keys_of(P, s), k0 + P.chunk);
-#pragma unroll 2
-    for (int base = k0; base < k1; base += WARPS * rpw) {
-        const int key = base + warp * rpw + row;
-        const bool valid = key < k1;
-        float v[CPL * VEC];
-        load_vectors<T, CPL>(kv, valid ? row_offset(P, s, 0, j, share_key_pos(P, s, key)) : 0, valid, sub, lpr, P.vectors, v);
+    constexpr int U = SHARE_INFLIGHT / CPL;
+    for (int base = k0; base < k1; base += U * WARPS * rpw) {
+        uint4 raw[U][CPL];
 #pragma unroll
-        for (int t = 0; t < SHARE_HEADS; ++t) {
-            if (!((mask >> t) & 1)) continue;   /* uniform over the CTA */
-            float dot = 0.0f;
+        for (int u = 0; u < U; ++u) {
+            const int key = base + (u * WARPS + warp) * rpw + row;
+            const bool valid = key < k1;
+            load_raw<T, CPL>(kv, valid ? row_offset(P, s, 0, j, share_key_pos(P, s, key)) : 0, valid, sub, lpr,
+                             P.vectors, raw[u]);
+        }
 #pragma unroll
-            for (int e = 0; e < CPL * VEC; ++e) dot = fmaf(q[t][e], v[e], dot);
-            for (int off = lpr / 2; off > 0; off /= 2) dot += __shfl_xor_sync(0xffffffffu, dot, off);
-            if (valid && sub == 0) {
-                P.logits[share_logit_at(s, P.essential, rk[t], P.keys, key)] = dot;
-                ml_combine(m[t], l[t], dot, 1.0f);
+        for (int u = 0; u < U; ++u) {
+            const int key = base + (u * WARPS + warp) * rpw + row;
+            const bool valid = key < k1;
+            float v[CPL * VEC];
+            raw_to_float<T, CPL>(raw[u], v);
+#pragma unroll
+            for (int t = 0; t < SHARE_HEADS; ++t) {
+                if (!((mask >> t) & 1)) continue;   /* uniform over the CTA */
+                float dot = 0.0f;
+#pragma unroll
+                for (int e = 0; e < CPL * VEC; ++e) dot = fmaf(q[t][e], v[e], dot);
+                for (int off = lpr / 2; off > 0; off /= 2) dot += __shfl_xor_sync(0xffffffffu, dot, off);
+                if (valid && sub == 0) {
+                    P.logits[share_logit_at(s, P.essential, rk[t], P.keys, key)] = dot;
+                    ml_combine(m[t], l[t], dot, 1.0f);
+                }
             }
         }
     }
@@ -199,20 +235,34 @@ __global__ void __launch_bounds__(SHARE_THREADS) share_values_kernel(const share
 
     const T *kv = static_cast<const T *>(P.kv);
     const int k0 = split * P.chunk, k1 = min(share_keys_of(P, s), k0 + P.chunk);
-#pragma unroll 2
-    for (int base = k0; base < k1; base += WARPS * rpw) {
-        const int key = base + warp * rpw + row;
-        const bool valid = key < k1;
-        float v[CPL * VEC];
-        load_vectors<T, CPL>(kv, valid ? row_offset(P, s, 1, j, share_key_pos(P, s, key)) : 0, valid, sub, lpr, P.vectors, v);
+    constexpr int U = SHARE_INFLIGHT / CPL;
+    for (int base = k0; base < k1; base += U * WARPS * rpw) {
+        /* the rows' V and their logits, all requested before the first is used */
+        uint4 raw[U][CPL];
+        float logit[U][SHARE_HEADS];
 #pragma unroll
-        for (int t = 0; t < SHARE_HEADS; ++t) {
-            if (t >= nh) continue;
-            const float w = valid ? expf(P.logits[share_logit_at(s, P.essential, row_rank[t], P.keys, key)] -
-                                         row_max[t]) * row_inv[t]
-                                  : 0.0f;
+        for (int u = 0; u < U; ++u) {
+            const int key = base + (u * WARPS + warp) * rpw + row;
+            const bool valid = key < k1;
+            load_raw<T, CPL>(kv, valid ? row_offset(P, s, 1, j, share_key_pos(P, s, key)) : 0, valid, sub, lpr,
+                             P.vectors, raw[u]);
 #pragma unroll
-            for (int e = 0; e < CPL * VEC; ++e) acc[t][e] = fmaf(w, v[e], acc[t][e]);
+            for (int t = 0; t < SHARE_HEADS; ++t)
+                logit[u][t] = valid && t < nh ? P.logits[share_logit_at(s, P.essential, row_rank[t], P.keys, key)]
+                                              : -INFINITY;
+        }
+#pragma unroll
+        for (int u = 0; u < U; ++u) {
+            float v[CPL * VEC];
+            raw_to_float<T, CPL>(raw[u], v);
+#pragma unroll
+            for (int t = 0; t < SHARE_HEADS; ++t) {
+                if (t >= nh) continue;
+                /* exp(-inf - max) is 0: an invalid row adds nothing */
+                const float w = expf(logit[u][t] - row_max[t]) * row_inv[t];
+#pragma unroll
+                for (int e = 0; e < CPL * VEC; ++e) acc[t][e] = fmaf(w, v[e], acc[t][e]);
+            }
         }
     }
 
