@@ -2,11 +2,15 @@
  * compared with (pct_peak_bw, roofline_us). */
 #include <stdio.h>
 #include <string.h>
+#include <time.h>
 #include "commands.h"
 #include "usage.h"
 #include "../harness/device.h"
 #include "../harness/nvml.h"
-#include "../harness/peak.h"
+#include "../harness/peak_cache.h"
+
+/* the source revision (build/version.c): the kept peaks are its probe's */
+extern const char attnbench_version[];
 
 int cmd_peak(int argc, char **argv)
 {
@@ -26,6 +30,17 @@ int cmd_peak(int argc, char **argv)
     peak_t peak;
     cudaError_t e = device_query(&dev);
     if (e == cudaSuccess) e = peak_measure(&dev, &peak);
+    /* kept for the runs of the next hour (peak_cache.h) */
+    nvml_info_t nv;
+    int id = 0;
+    const int have_nvml = cudaGetDevice(&id) == cudaSuccess && nvml_query(id, &nv) == 0;
+    if (!have_nvml) memset(&nv, 0, sizeof nv);
+    char path[1024] = "";
+    peak_card_t card;
+    if (e == cudaSuccess && (peak_card_current(&nv, attnbench_version, &card) != 0 ||
+                             peak_cache_path(card.uuid, path, sizeof path) != 0 ||
+                             peak_cache_store(path, &card, (double)time(NULL), &peak) != 0))
+        path[0] = '\0';
     if (e != cudaSuccess) {
         cmd_error("peak", "%s", cudaGetErrorString(e));
         return 1;
@@ -42,9 +57,7 @@ int cmd_peak(int argc, char **argv)
     printf("fp16_tc_tflops   %.0f\n", peak.tc_tflops);
     /* the card's own figures (NVML): the theoretical bandwidth rows' pct_spec_bw is
      * against, and the SM clock under 90% of which a row is flagged throttled */
-    nvml_info_t nv;
-    int id = 0;
-    if (cudaGetDevice(&id) == cudaSuccess && nvml_query(id, &nv) == 0) {
+    if (have_nvml) {
         printf("spec_gbps        %.0f (memory clock %.0f MHz x %d-bit bus, NVML)\n", nv.spec_gbps,
                nv.max_mem_mhz, nv.bus_bits);
         printf("max_sm_mhz       %.0f\n", nv.max_sm_mhz);
@@ -52,5 +65,6 @@ int cmd_peak(int argc, char **argv)
     } else {
         printf("spec_gbps        unknown (NVML not reachable)\n");
     }
+    printf("kept_in          %s\n", path[0] ? path : "nowhere (no cache directory could be written)");
     return 0;
 }

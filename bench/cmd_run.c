@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <sys/wait.h>
 #include <unistd.h>
 #include "commands.h"
@@ -93,9 +94,13 @@ static int gpu_worker(void *vctx, int slot, int starts, int in, int out)
     if (starts == 0 && c->cmd != CMD_VERIFY) {
         char tag[32] = "";
         if (c->devices) snprintf(tag, sizeof tag, "device %d, ", c->devices[slot]);
-        printf("# %s%s: read %.0f GB/s (from L2 %.0f), fp16 tensor cores %.0f TFLOP/s (measured)\n",
-               tag, runner.dev.name, runner.dev.peak_read_gbps, runner.dev.peak_l2_gbps,
-               runner.dev.peak_tc_tflops);
+        char when[640] = "measured";
+        if (runner.peak_measured_at > 0)
+            snprintf(when, sizeof when, "measured %.0f s before, kept in %s",
+                     difftime(time(NULL), (time_t)runner.peak_measured_at), runner.peak_path);
+        printf("# %s%s: read %.0f GB/s (from L2 %.0f), fp16 tensor cores %.0f TFLOP/s (%s)\n", tag,
+               runner.dev.name, runner.dev.peak_read_gbps, runner.dev.peak_l2_gbps, runner.dev.peak_tc_tflops,
+               when);
     }
     fflush(stdout);
     pool_report_t rep = {.job = POOL_READY, .spent = {.total_s = verify_seconds_now() - born, .peak_s = runner.peak_s}};

@@ -11,7 +11,7 @@
 #include "../problem/ctx_dist.h"
 #include "memplan.h"
 #include "nvtx.h"
-#include "peak.h"
+#include "peak_cache.h"
 #include "../problem/presets.h"
 #include "../problem/logical_data.h"
 #include "../problem/kv_quant.h"
@@ -50,7 +50,8 @@ int runner_open(runner_t *r, const timing_opts_t *timing, bool verify, bool time
         peak_t peak;
         nvtx_push("peak");
         const double t0 = verify_seconds_now();
-        e = peak_measure(&r->dev, &peak);
+        e = peak_get(&r->dev, &r->nvml, attnbench_version, &peak, &r->peak_measured_at, r->peak_path,
+                     sizeof r->peak_path);
         r->peak_s = verify_seconds_now() - t0;
         nvtx_pop();
         r->dev.peak_read_gbps = peak.read_gbps;

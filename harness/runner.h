@@ -35,10 +35,14 @@ typedef struct runner {
      * lines: peak_s, runner_open's measuring of the peaks; verify_s and timing_s, the last
      * runner_row's checks against the CPU reference and its timing loop */
     double peak_s, verify_s, timing_s;
+    /* the peaks' time (seconds since the epoch) where they were kept from an earlier
+     * measurement (peak_cache.h), 0 where runner_open measured them; the file they are kept in */
+    double peak_measured_at;
+    char peak_path[512];
 } runner_t;
 
-/* Queries the GPU, measures its read bandwidth and tensor-core rate (`peak`) and
- * makes the timer. Prints one line and returns -1 when no GPU is usable. */
+/* Queries the GPU, measures its read bandwidth and tensor-core rate (`peak`; kept for
+ * an hour, peak_cache.h) and makes the timer. Prints one line and returns -1 when no GPU is usable. */
 int runner_open(runner_t *r, const timing_opts_t *timing, bool verify, bool time, uint64_t seed);
 void runner_close(runner_t *r);
 
