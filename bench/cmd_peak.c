@@ -2,7 +2,6 @@
  * compared with (pct_peak_bw, roofline_us). */
 #include <stdio.h>
 #include <string.h>
-#include <time.h>
 #include "commands.h"
 #include "usage.h"
 #include "../harness/device.h"
@@ -36,11 +35,7 @@ int cmd_peak(int argc, char **argv)
     const int have_nvml = cudaGetDevice(&id) == cudaSuccess && nvml_query(id, &nv) == 0;
     if (!have_nvml) memset(&nv, 0, sizeof nv);
     char path[1024] = "";
-    peak_card_t card;
-    if (e == cudaSuccess && (peak_card_current(&nv, attnbench_version, &card) != 0 ||
-                             peak_cache_path(card.uuid, path, sizeof path) != 0 ||
-                             peak_cache_store(path, &card, (double)time(NULL), &peak) != 0))
-        path[0] = '\0';
+    if (e == cudaSuccess) peak_keep(&nv, attnbench_version, &peak, path, sizeof path);
     if (e != cudaSuccess) {
         cmd_error("peak", "%s", cudaGetErrorString(e));
         return 1;

@@ -141,7 +141,9 @@ int peak_cache_store(const char *path, const peak_card_t *card, double now, cons
     return rc;
 }
 
-int peak_card_current(const nvml_info_t *nv, const char *revision, peak_card_t *card)
+/* The current CUDA device's card: UUID, name and driver from CUDA, clocks from nv,
+ * revision as given. Returns -1 when CUDA cannot say. */
+static int card_current(const nvml_info_t *nv, const char *revision, peak_card_t *card)
 {
     memset(card, 0, sizeof *card);
     struct cudaDeviceProp prop;
@@ -162,18 +164,29 @@ int peak_card_current(const nvml_info_t *nv, const char *revision, peak_card_t *
     return 0;
 }
 
+/* The current card and its file's path: 0, or -1 (path empty) where either cannot be named. */
+static int card_and_path(const nvml_info_t *nv, const char *revision, peak_card_t *card, char *path, size_t len)
+{
+    if (card_current(nv, revision, card) == 0 && peak_cache_path(card->uuid, path, len) == 0) return 0;
+    if (len) path[0] = '\0';
+    return -1;
+}
+
+int peak_keep(const nvml_info_t *nv, const char *revision, const peak_t *p, char *path, size_t len)
+{
+    peak_card_t card;
+    if (card_and_path(nv, revision, &card, path, len) == 0 && peak_cache_store(path, &card, (double)time(NULL), p) == 0)
+        return 0;
+    if (len) path[0] = '\0';
+    return -1;
+}
+
 cudaError_t peak_get(const device_info_t *dev, const nvml_info_t *nv, const char *revision, peak_t *out,
                      double *measured_at, char *path, size_t path_len)
 {
-    char own[1024];
-    if (!path) {
-        path = own;
-        path_len = sizeof own;
-    }
-    path[0] = '\0';
     *measured_at = 0;
     peak_card_t card;
-    const int named = peak_card_current(nv, revision, &card) == 0 && peak_cache_path(card.uuid, path, path_len) == 0;
+    const int named = card_and_path(nv, revision, &card, path, path_len) == 0;
     if (named && peak_cache_load(path, &card, (double)time(NULL), out, measured_at) == 0) return cudaSuccess;
     cudaError_t e = peak_measure(dev, out);
     /* a card that cannot be named, or a cache that cannot be written, only costs the

@@ -41,13 +41,14 @@ int peak_cache_load(const char *path, const peak_card_t *card, double now, peak_
  * one). Returns 0, or -1 when it cannot be written. */
 int peak_cache_store(const char *path, const peak_card_t *card, double now, const peak_t *p);
 
-/* The current CUDA device's card: UUID, name and driver from CUDA, clocks from nv,
- * revision as given. Returns -1 when CUDA cannot say. */
-int peak_card_current(const nvml_info_t *nv, const char *revision, peak_card_t *card);
+/* Keeps p, just measured on the current CUDA device (clocks from nv), in its card's file,
+ * whose path goes to path. Returns 0, or -1 (path empty) where the card or the file
+ * cannot be named or written. */
+int peak_keep(const nvml_info_t *nv, const char *revision, const peak_t *p, char *path, size_t len);
 
 /* The peaks of the current device: the kept ones where peak_cache_load finds them
  * (*measured_at their time), else measured (peak_measure), kept, and *measured_at 0.
- * path (may be NULL) receives the file's path, empty where none could be named. */
+ * path receives the file's path, empty where none could be named or written. */
 cudaError_t peak_get(const device_info_t *dev, const nvml_info_t *nv, const char *revision, peak_t *out,
                      double *measured_at, char *path, size_t path_len);
 
