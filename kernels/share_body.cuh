@@ -108,25 +108,39 @@ __device__ __forceinline__ int share_key_pos(const share_params &P, int s, int i
 
 __device__ __forceinline__ int rk_of(const share_params &P, int head) { return P.rank[head]; }
 
-__device__ __forceinline__ int64_t row_offset(const share_params &P, int s, int which, int j, int t)
+/* Element offset of row pos of kv head j's K (which 0) or V (1) for stream s: the
+ * kv_layout.h arithmetic specialised per layout (ADDR_CONTIG, ADDR_PAGED), as the fused
+ * kernel's kv_row, rather than kv_row_offset's run-time choice among three layouts (with
+ * the ragged lengths and the bifurcated split it also serves): each lane of a row computes
+ * the row's place, so that its arithmetic counts sixteen times over against the 16 bytes
+ * each lane reads. */
+template <int ADDR>
+__device__ __forceinline__ int64_t share_row(const share_params &P, int s, int which, int j, int pos)
 {
-    const kv_geometry_t g = P.geom;
-    int in_ctx;
-    return kv_row_offset(&g, P.block_table, P.indirection, s, which, j, t, &in_ctx);
+    const kv_geometry_t *g = &P.geom;
+    /* a contiguous cache read in the stream's own order: its rows follow each other from
+     * position 0's, which the compiler computes once, outside the loop over the keys */
+    if (ADDR == ADDR_CONTIG && !P.indirection) return kv_contiguous_offset(g, s, which, j, 0) + (int64_t)pos * g->head_dim;
+    const int src = P.indirection ? kv_source_stream(g, P.indirection, s, pos) : s;
+    if (ADDR == ADDR_PAGED) {
+        const int block = __ldg(P.block_table + (int64_t)src * g->max_blocks_per_seq + (pos >> g->block_shift));
+        return kv_paged_offset(g, block, which, j, pos & (g->block_size - 1));
+    }
+    return kv_contiguous_offset(g, src, which, j, pos);
 }
 
-template <typename T, int CPL>
-__global__ void __launch_bounds__(SHARE_THREADS) share_logits_kernel(const share_params P)
+template <typename T, int CPL, int ADDR, int NH>
+__global__ void __launch_bounds__(SHARE_THREADS, SHARE_CTAS_PER_SM) share_logits_kernel(const share_params P)
 {
     constexpr int VEC = 16 / sizeof(T);
     constexpr int WARPS = SHARE_THREADS / 32;
     const int split = blockIdx.x, s = blockIdx.z;
     const int j = blockIdx.y / P.batches, b = blockIdx.y % P.batches;
     const int first = share_batch_first(j, b, P.group), nh = share_batch_count(b, P.group);
-    int rk[SHARE_HEADS];
+    int rk[NH];
     unsigned mask = 0;
 #pragma unroll
-    for (int t = 0; t < SHARE_HEADS; ++t) {
+    for (int t = 0; t < NH; ++t) {
         rk[t] = t < nh ? P.rank[first + t] : -1;
         if (rk[t] >= 0) mask |= 1u << t;
     }
@@ -135,17 +149,17 @@ __global__ void __launch_bounds__(SHARE_THREADS) share_logits_kernel(const share
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
     const int lpr = P.lpr, sub = lane & (lpr - 1), rpw = 32 / lpr, row = lane / lpr;
     const T *qbase = static_cast<const T *>(P.q);
-    float q[SHARE_HEADS][CPL * VEC];
+    float q[NH][CPL * VEC];
 #pragma unroll
-    for (int t = 0; t < SHARE_HEADS; ++t) {
+    for (int t = 0; t < NH; ++t) {
         load_vectors<T, CPL>(qbase, ((int64_t)s * P.heads + first + t) * P.d, (mask >> t) & 1, sub, lpr,
                              P.vectors, q[t]);
 #pragma unroll
         for (int e = 0; e < CPL * VEC; ++e) q[t][e] *= P.scale;
     }
-    float m[SHARE_HEADS], l[SHARE_HEADS];
+    float m[NH], l[NH];
 #pragma unroll
-    for (int t = 0; t < SHARE_HEADS; ++t) m[t] = -INFINITY, l[t] = 0.0f;
+    for (int t = 0; t < NH; ++t) m[t] = -INFINITY, l[t] = 0.0f;
 
     const T *kv = static_cast<const T *>(P.kv);
     const int k0 = split * P.chunk, k1 = min(share_keys_of(P, s), k0 + P.chunk);
@@ -156,7 +170,7 @@ __global__ void __launch_bounds__(SHARE_THREADS) share_logits_kernel(const share
         for (int u = 0; u < U; ++u) {
             const int key = base + (u * WARPS + warp) * rpw + row;
             const bool valid = key < k1;
-            load_raw<T, CPL>(kv, valid ? row_offset(P, s, 0, j, share_key_pos(P, s, key)) : 0, valid, sub, lpr,
+            load_raw<T, CPL>(kv, valid ? share_row<ADDR>(P, s, 0, j, share_key_pos(P, s, key)) : 0, valid, sub, lpr,
                              P.vectors, raw[u]);
         }
 #pragma unroll
@@ -166,7 +180,7 @@ __global__ void __launch_bounds__(SHARE_THREADS) share_logits_kernel(const share
             float v[CPL * VEC];
             raw_to_float<T, CPL>(raw[u], v);
 #pragma unroll
-            for (int t = 0; t < SHARE_HEADS; ++t) {
+            for (int t = 0; t < NH; ++t) {
                 if (!((mask >> t) & 1)) continue;   /* uniform over the CTA */
                 float dot = 0.0f;
 #pragma unroll
@@ -180,9 +194,9 @@ __global__ void __launch_bounds__(SHARE_THREADS) share_logits_kernel(const share
         }
     }
 
-    __shared__ float2 red[WARPS][SHARE_HEADS];
+    __shared__ float2 red[WARPS][NH];
 #pragma unroll
-    for (int t = 0; t < SHARE_HEADS; ++t) {
+    for (int t = 0; t < NH; ++t) {
         for (int off = 16; off > 0; off /= 2) {
             float m2 = __shfl_xor_sync(0xffffffffu, m[t], off), l2 = __shfl_xor_sync(0xffffffffu, l[t], off);
             ml_combine(m[t], l[t], m2, l2);
@@ -190,7 +204,7 @@ __global__ void __launch_bounds__(SHARE_THREADS) share_logits_kernel(const share
         if (lane == 0) red[warp][t] = make_float2(m[t], l[t]);
     }
     __syncthreads();
-    if (threadIdx.x < SHARE_HEADS && ((mask >> threadIdx.x) & 1)) {
+    if (threadIdx.x < NH && ((mask >> threadIdx.x) & 1)) {
         const int t = threadIdx.x;
         float mm = -INFINITY, ll = 0.0f;
         for (int w = 0; w < WARPS; ++w) ml_combine(mm, ll, red[w][t].x, red[w][t].y);
@@ -198,8 +212,8 @@ __global__ void __launch_bounds__(SHARE_THREADS) share_logits_kernel(const share
     }
 }
 
-template <typename T, int CPL>
-__global__ void __launch_bounds__(SHARE_THREADS) share_values_kernel(const share_params P)
+template <typename T, int CPL, int ADDR, int NH>
+__global__ void __launch_bounds__(SHARE_THREADS, SHARE_CTAS_PER_SM) share_values_kernel(const share_params P)
 {
     constexpr int VEC = 16 / sizeof(T);
     constexpr int WARPS = SHARE_THREADS / 32;
@@ -208,9 +222,9 @@ __global__ void __launch_bounds__(SHARE_THREADS) share_values_kernel(const share
     const int first = share_batch_first(j, b, P.group), nh = share_batch_count(b, P.group);
 
     /* each head's essential head: the global maximum and 1 / sum over every split */
-    __shared__ float row_max[SHARE_HEADS], row_inv[SHARE_HEADS];
-    __shared__ int row_rank[SHARE_HEADS];
-    if (threadIdx.x < SHARE_HEADS) {
+    __shared__ float row_max[NH], row_inv[NH];
+    __shared__ int row_rank[NH];
+    if (threadIdx.x < NH) {
         const int t = threadIdx.x;
         float mm = -INFINITY, ll = 0.0f;
         int r = 0;
@@ -227,9 +241,9 @@ __global__ void __launch_bounds__(SHARE_THREADS) share_values_kernel(const share
 
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
     const int lpr = P.lpr, sub = lane & (lpr - 1), rpw = 32 / lpr, row = lane / lpr;
-    float acc[SHARE_HEADS][CPL * VEC];
+    float acc[NH][CPL * VEC];
 #pragma unroll
-    for (int t = 0; t < SHARE_HEADS; ++t)
+    for (int t = 0; t < NH; ++t)
 #pragma unroll
         for (int e = 0; e < CPL * VEC; ++e) acc[t][e] = 0.0f;
 
@@ -239,15 +253,15 @@ __global__ void __launch_bounds__(SHARE_THREADS) share_values_kernel(const share
     for (int base = k0; base < k1; base += U * WARPS * rpw) {
         /* the rows' V and their logits, all requested before the first is used */
         uint4 raw[U][CPL];
-        float logit[U][SHARE_HEADS];
+        float logit[U][NH];
 #pragma unroll
         for (int u = 0; u < U; ++u) {
             const int key = base + (u * WARPS + warp) * rpw + row;
             const bool valid = key < k1;
-            load_raw<T, CPL>(kv, valid ? row_offset(P, s, 1, j, share_key_pos(P, s, key)) : 0, valid, sub, lpr,
+            load_raw<T, CPL>(kv, valid ? share_row<ADDR>(P, s, 1, j, share_key_pos(P, s, key)) : 0, valid, sub, lpr,
                              P.vectors, raw[u]);
 #pragma unroll
-            for (int t = 0; t < SHARE_HEADS; ++t)
+            for (int t = 0; t < NH; ++t)
                 logit[u][t] = valid && t < nh ? P.logits[share_logit_at(s, P.essential, row_rank[t], P.keys, key)]
                                               : -INFINITY;
         }
@@ -256,7 +270,7 @@ __global__ void __launch_bounds__(SHARE_THREADS) share_values_kernel(const share
             float v[CPL * VEC];
             raw_to_float<T, CPL>(raw[u], v);
 #pragma unroll
-            for (int t = 0; t < SHARE_HEADS; ++t) {
+            for (int t = 0; t < NH; ++t) {
                 if (t >= nh) continue;
                 /* exp(-inf - max) is 0: an invalid row adds nothing */
                 const float w = expf(logit[u][t] - row_max[t]) * row_inv[t];
@@ -267,9 +281,9 @@ __global__ void __launch_bounds__(SHARE_THREADS) share_values_kernel(const share
     }
 
     /* rows of a warp, then the warps, summed; one partial row per head and split */
-    __shared__ float red[WARPS][SHARE_HEADS][256];
+    __shared__ float red[WARPS][NH][256];
 #pragma unroll
-    for (int t = 0; t < SHARE_HEADS; ++t) {
+    for (int t = 0; t < NH; ++t) {
 #pragma unroll
         for (int e = 0; e < CPL * VEC; ++e)
             for (int off = lpr; off < 32; off *= 2) acc[t][e] += __shfl_xor_sync(0xffffffffu, acc[t][e], off);
@@ -302,12 +316,12 @@ __global__ void share_reduce_kernel(const float *partials, T *out, int64_t n, in
     }
 }
 
-template <typename T, int CPL>
+template <typename T, int CPL, int ADDR, int NH>
 cudaError_t launch_typed(const share_params &P, cudaStream_t stream)
 {
     dim3 grid(P.splits, P.geom.kv_heads * P.batches, P.streams);
-    share_logits_kernel<T, CPL><<<grid, SHARE_THREADS, 0, stream>>>(P);
-    share_values_kernel<T, CPL><<<grid, SHARE_THREADS, 0, stream>>>(P);
+    share_logits_kernel<T, CPL, ADDR, NH><<<grid, SHARE_THREADS, 0, stream>>>(P);
+    share_values_kernel<T, CPL, ADDR, NH><<<grid, SHARE_THREADS, 0, stream>>>(P);
     const int64_t n = (int64_t)P.streams * P.heads * P.d;
     const int64_t blocks = (n + 255) / 256;
     share_reduce_kernel<T><<<(unsigned)(blocks < 65536 ? blocks : 65536), 256, 0, stream>>>(
@@ -315,10 +329,27 @@ cudaError_t launch_typed(const share_params &P, cudaStream_t stream)
     return cudaGetLastError();
 }
 
+/* A kv head with one head (MHA) has a CTA to itself: each lane takes SHARE_WIDE_VECTORS
+ * 16-byte vectors of a row, so that a row's place, logit and weight, which every lane of
+ * the row works out, cost a quarter of the lanes; a group's four heads a CTA would hold
+ * four times the accumulators, and keep one or two vectors a lane. */
+template <typename T, int ADDR>
+cudaError_t launch_layout(const share_params &P, cudaStream_t stream)
+{
+    if (P.group == 1) {
+        share_params one = P;
+        one.lpr = share_lanes_per_row_of(P.vectors, SHARE_WIDE_VECTORS);
+        return launch_typed<T, SHARE_WIDE_VECTORS, ADDR, 1>(one, stream);
+    }
+    return P.vectors > P.lpr ? launch_typed<T, 2, ADDR, SHARE_HEADS>(P, stream)
+                             : launch_typed<T, 1, ADDR, SHARE_HEADS>(P, stream);
+}
+
 template <typename T>
 cudaError_t launch_dtype(const share_params &P, cudaStream_t stream)
 {
-    return P.vectors > P.lpr ? launch_typed<T, 2>(P, stream) : launch_typed<T, 1>(P, stream);
+    return P.geom.layout == LAYOUT_PAGED ? launch_layout<T, ADDR_PAGED>(P, stream)
+                                         : launch_layout<T, ADDR_CONTIG>(P, stream);
 }
 
 /* The kernels' parameters for a step: the map is share_to then rank, h ints each on the

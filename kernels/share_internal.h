@@ -87,6 +87,16 @@ HD int share_lanes_per_row(int vectors)
     while (l < vectors && l < 32) l *= 2;
     return l;
 }
+/* The lanes a row takes when each lane takes up to per_lane of its vectors: the fewest, a
+ * power of two dividing the warp, with lanes x per_lane covering the row where 32 can. */
+HD int share_lanes_per_row_of(int vectors, int per_lane)
+{
+    int l = 1;
+    while (l * per_lane < vectors && l < 32) l *= 2;
+    return l;
+}
+/* Vectors a lane takes of a row on one head a CTA (MHA). */
+#define SHARE_WIDE_VECTORS 4
 
 #ifdef __cplusplus
 }

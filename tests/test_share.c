@@ -219,6 +219,11 @@ static void test_share_plan_and_workspace(void **state)
             assert_true(l >= 1 && l <= 32 && (l & (l - 1)) == 0);
             assert_true(v <= 2 * l);
             assert_true(l == 32 || l >= v);
+            /* one head a CTA: SHARE_WIDE_VECTORS a lane, on the fewest lanes that cover the row */
+            int w = share_lanes_per_row_of(v, SHARE_WIDE_VECTORS);
+            assert_true(w >= 1 && w <= 32 && (w & (w - 1)) == 0);
+            assert_true(v <= SHARE_WIDE_VECTORS * w);
+            assert_true(w == 1 || v > SHARE_WIDE_VECTORS * (w / 2));
         }
 }
 
