@@ -38,7 +38,7 @@ static select_ws_t select_ws(const problem_t *p, const attn_plan_t *plan)
     const size_t streams = (size_t)problem_streams(p), keys = (size_t)problem_keys(p);
     select_ws_t w;
     w.share = share_ws_layout(problem_streams(p), p->heads, p->heads, problem_keys(p), p->head_dim,
-                              plan->split.splits).bytes;
+                              plan->split.splits, 1).bytes;   /* every head essential: one part a split */
     w.scores = w.share;
     w.mask = w.scores + share_align(streams * keys * sizeof(float));
     w.kept = w.mask + share_align(streams * keys);
@@ -266,7 +266,7 @@ static select_params select_params_make(const attn_args_t *a, const share_params
     P.kept = (int *)((char *)a->workspace + ws.kept);
     P.heads = p->heads;
     P.keys = problem_keys(p);
-    P.splits = S.splits;
+    P.splits = S.splits * S.parts;   /* the statistics: one per CTA of the logits launch */
     P.top_p = (float)p->top_p;
     return P;
 }
@@ -394,6 +394,7 @@ static cudaError_t attend_kept(const attn_args_t *a, const attend_state *st, con
     S.counts = st->counts;
     S.splits = st->splits;
     S.chunk = st->chunk;
+    S.part_keys = share_part_keys(S.chunk, S.parts);
     return share_launch_body(S, a->problem.dtype, stream);
 }
 

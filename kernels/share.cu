@@ -30,8 +30,9 @@ static const char *share_unsupported(const problem_t *p)
 
 static share_ws_t share_ws(const problem_t *p, const attn_plan_t *plan)
 {
-    return share_ws_layout(problem_streams(p), p->heads, problem_share_essential(p), problem_keys(p), p->head_dim,
-                           plan->split.splits);
+    const int essential = problem_share_essential(p);
+    return share_ws_layout(problem_streams(p), p->heads, essential, problem_keys(p), p->head_dim,
+                           plan->split.splits, share_parts_of(p, essential, plan));
 }
 
 static size_t share_workspace_bytes(const problem_t *p, const attn_plan_t *plan) { return share_ws(p, plan).bytes; }

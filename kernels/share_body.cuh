@@ -33,6 +33,8 @@ struct share_params {
      * first counts[s] positions (select-recompute's own K/V) */
     const int *index, *counts;
     int streams, heads, group, batches, keys, d, essential, splits, chunk, lpr, vectors;
+    /* the logits launch's parts of a split (share_logit_parts) and keys a part */
+    int parts, part_keys;
     float scale;
 };
 
@@ -134,7 +136,7 @@ __global__ void __launch_bounds__(SHARE_THREADS, SHARE_CTAS_PER_SM) share_logits
 {
     constexpr int VEC = 16 / sizeof(T);
     constexpr int WARPS = SHARE_THREADS / 32;
-    const int split = blockIdx.x, s = blockIdx.z;
+    const int cta = blockIdx.x, s = blockIdx.z;   /* part cta % parts of split cta / parts */
     const int j = blockIdx.y / P.batches, b = blockIdx.y % P.batches;
     const int first = share_batch_first(j, b, P.group), nh = share_batch_count(b, P.group);
     int rk[NH];
@@ -162,7 +164,8 @@ __global__ void __launch_bounds__(SHARE_THREADS, SHARE_CTAS_PER_SM) share_logits
     for (int t = 0; t < NH; ++t) m[t] = -INFINITY, l[t] = 0.0f;
 
     const T *kv = static_cast<const T *>(P.kv);
-    const int k0 = split * P.chunk, k1 = min(share_keys_of(P, s), k0 + P.chunk);
+    const int split = cta / P.parts, k0 = split * P.chunk + cta % P.parts * P.part_keys;
+    const int k1 = min(min(share_keys_of(P, s), (split + 1) * P.chunk), k0 + P.part_keys);
     constexpr int U = SHARE_INFLIGHT / CPL;
     for (int base = k0; base < k1; base += U * WARPS * rpw) {
         uint4 raw[U][CPL];
@@ -208,7 +211,7 @@ __global__ void __launch_bounds__(SHARE_THREADS, SHARE_CTAS_PER_SM) share_logits
         const int t = threadIdx.x;
         float mm = -INFINITY, ll = 0.0f;
         for (int w = 0; w < WARPS; ++w) ml_combine(mm, ll, red[w][t].x, red[w][t].y);
-        P.stats[share_stat_at(s, P.essential, rk_of(P, first + t), P.splits, split)] = make_float2(mm, ll);
+        P.stats[share_stat_at(s, P.essential, rk_of(P, first + t), P.splits * P.parts, cta)] = make_float2(mm, ll);
     }
 }
 
@@ -230,8 +233,8 @@ __global__ void __launch_bounds__(SHARE_THREADS, SHARE_CTAS_PER_SM) share_values
         int r = 0;
         if (t < nh) {
             r = P.rank[P.share_to[first + t]];
-            const float2 *st = P.stats + share_stat_at(s, P.essential, r, P.splits, 0);
-            for (int k = 0; k < P.splits; ++k) ml_combine(mm, ll, st[k].x, st[k].y);
+            const float2 *st = P.stats + share_stat_at(s, P.essential, r, P.splits * P.parts, 0);
+            for (int k = 0; k < P.splits * P.parts; ++k) ml_combine(mm, ll, st[k].x, st[k].y);
         }
         row_max[t] = mm;
         row_inv[t] = ll > 0.0f ? 1.0f / ll : 0.0f;
@@ -319,8 +322,9 @@ __global__ void share_reduce_kernel(const float *partials, T *out, int64_t n, in
 template <typename T, int CPL, int ADDR, int NH>
 cudaError_t launch_typed(const share_params &P, cudaStream_t stream)
 {
-    dim3 grid(P.splits, P.geom.kv_heads * P.batches, P.streams);
-    share_logits_kernel<T, CPL, ADDR, NH><<<grid, SHARE_THREADS, 0, stream>>>(P);
+    const dim3 grid(P.splits, P.geom.kv_heads * P.batches, P.streams);
+    const dim3 logit_grid(P.splits * P.parts, grid.y, grid.z);
+    share_logits_kernel<T, CPL, ADDR, NH><<<logit_grid, SHARE_THREADS, 0, stream>>>(P);
     share_values_kernel<T, CPL, ADDR, NH><<<grid, SHARE_THREADS, 0, stream>>>(P);
     const int64_t n = (int64_t)P.streams * P.heads * P.d;
     const int64_t blocks = (n + 255) / 256;
@@ -352,13 +356,28 @@ cudaError_t launch_dtype(const share_params &P, cudaStream_t stream)
                                          : launch_layout<T, ADDR_CONTIG>(P, stream);
 }
 
+/* The logits launch's parts of a split (share_logit_parts) for a step whose essential
+ * heads are the problem's map's, or every head (essential == heads: select's). */
+static int share_parts_of(const problem_t *p, int essential, const attn_plan_t *plan)
+{
+    int *to = essential < p->heads ? (int *)malloc((size_t)p->heads * sizeof(int)) : NULL;
+    if (!to) return 1;   /* one part a split: correct, only slower */
+    for (int i = 0; i < p->heads; ++i) to[i] = problem_share_target(p, i);
+    const int group = problem_group(p);
+    const int parts = share_logit_parts(plan->split.chunk, share_busy_batches(to, p->kv_heads, group),
+                                        (long)p->kv_heads * share_batches(group));
+    free(to);
+    return parts;
+}
+
 /* The kernels' parameters for a step: the map is share_to then rank, h ints each on the
  * device; the workspace is share_ws_layout's of `essential` heads (its first bytes). */
 share_params share_params_make(const attn_args_t *a, const int *map, int essential)
 {
     const problem_t *p = &a->problem;
+    const int parts = share_parts_of(p, essential, &a->plan);
     const share_ws_t ws = share_ws_layout(problem_streams(p), p->heads, essential, problem_keys(p), p->head_dim,
-                                          a->plan.split.splits);
+                                          a->plan.split.splits, parts);
     share_params P;
     P.q = a->q;
     P.out = a->out;
@@ -381,6 +400,8 @@ share_params share_params_make(const attn_args_t *a, const int *map, int essenti
     P.essential = essential;
     P.splits = a->plan.split.splits;
     P.chunk = a->plan.split.chunk;
+    P.parts = parts;
+    P.part_keys = share_part_keys(P.chunk, parts);
     P.vectors = share_row_vectors(p->head_dim, (int)dtype_size(p->dtype));
     P.lpr = share_lanes_per_row(P.vectors);
     P.scale = (float)problem_scale(p);

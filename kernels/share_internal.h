@@ -38,23 +38,6 @@ HD int share_batches(int group) { return (group + SHARE_HEADS - 1) / SHARE_HEADS
 
 HD size_t share_align(size_t x) { return (x + SHARE_ALIGN - 1) / SHARE_ALIGN * SHARE_ALIGN; }
 
-/* The workspace: logits [streams][essential][keys] fp32, statistics [streams][essential]
- * [splits] (max, sum) fp32 pairs, partial outputs [splits][streams][heads][d] fp32. */
-typedef struct share_ws {
-    size_t logits, stats, partials;   /* byte offsets */
-    size_t bytes;                     /* the whole */
-} share_ws_t;
-
-HD share_ws_t share_ws_layout(int streams, int heads, int essential, int keys, int d, int splits)
-{
-    share_ws_t w;
-    w.logits = 0;
-    w.stats = share_align((size_t)streams * essential * keys * sizeof(float));
-    w.partials = w.stats + share_align((size_t)streams * essential * splits * 2 * sizeof(float));
-    w.bytes = w.partials + share_align((size_t)splits * streams * heads * d * sizeof(float));
-    return w;
-}
-
 /* The heads a CTA serves: batch b of kv head j's group, heads first .. first + count - 1. */
 HD int share_batch_first(int j, int b, int group) { return j * group + b * SHARE_HEADS; }
 HD int share_batch_count(int b, int group)
@@ -62,6 +45,56 @@ HD int share_batch_count(int b, int group)
     int left = group - b * SHARE_HEADS;
     return left < SHARE_HEADS ? left : SHARE_HEADS;
 }
+
+/* The logits launch's parts of each split of `chunk` keys. Its CTAs of a batch with no
+ * essential head return at once, so where only busy of all (kv head, batch) pairs have
+ * one, each split is cut into about all / busy parts, none under SHARE_TILE keys, so that
+ * as many of its CTAs work as the values launch's; 1 where every batch has one. */
+HD int share_logit_parts(int chunk, long busy, long all)
+{
+    if (busy <= 0 || busy >= all) return 1;
+    long parts = (all + busy - 1) / busy, most = chunk / SHARE_TILE;
+    if (parts > most) parts = most;
+    return parts < 1 ? 1 : (int)parts;
+}
+/* Keys of each part of a split: the split cut evenly, rounded up. */
+HD int share_part_keys(int chunk, int parts) { return (chunk + parts - 1) / parts; }
+
+/* The (kv head, batch) pairs with an essential head, of kv_heads * share_batches(group):
+ * to[i] is head i's essential head (i itself where essential). */
+HD long share_busy_batches(const int *to, int kv_heads, int group)
+{
+    long busy = 0;
+    for (int j = 0; j < kv_heads; ++j)
+        for (int b = 0; b < share_batches(group); ++b) {
+            int any = 0;
+            for (int t = 0; t < share_batch_count(b, group); ++t) {
+                const int i = share_batch_first(j, b, group) + t;
+                any |= to[i] == i;
+            }
+            busy += any;
+        }
+    return busy;
+}
+
+/* The workspace: logits [streams][essential][keys] fp32, statistics [streams][essential]
+ * [splits x parts] (max, sum) fp32 pairs, one per CTA of the logits launch, partial outputs
+ * [splits][streams][heads][d] fp32. */
+typedef struct share_ws {
+    size_t logits, stats, partials;   /* byte offsets */
+    size_t bytes;                     /* the whole */
+} share_ws_t;
+
+HD share_ws_t share_ws_layout(int streams, int heads, int essential, int keys, int d, int splits, int parts)
+{
+    share_ws_t w;
+    w.logits = 0;
+    w.stats = share_align((size_t)streams * essential * keys * sizeof(float));
+    w.partials = w.stats + share_align((size_t)streams * essential * splits * parts * 2 * sizeof(float));
+    w.bytes = w.partials + share_align((size_t)splits * streams * heads * d * sizeof(float));
+    return w;
+}
+
 
 /* Element indices into the workspace's sections (floats; statistics in pairs). */
 HD int64_t share_logit_at(int stream, int essential, int rank, int keys, int key)

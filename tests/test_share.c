@@ -203,7 +203,7 @@ static void test_share_plan_and_workspace(void **state)
         assert_true(plan.split.splits >= 1 && plan.split.chunk % SHARE_TILE == 0);
         assert_true((long)plan.split.splits * plan.split.chunk >= keys);
         assert_true((long)(plan.split.splits - 1) * plan.split.chunk < keys);
-        share_ws_t w = share_ws_layout(6, 8, problem_share_essential(&p), keys, 128, plan.split.splits);
+        share_ws_t w = share_ws_layout(6, 8, problem_share_essential(&p), keys, 128, plan.split.splits, 1);
         assert_int_equal(w.stats % SHARE_ALIGN, 0);
         assert_int_equal(w.partials % SHARE_ALIGN, 0);
         assert_true(w.stats >= (size_t)6 * problem_share_essential(&p) * keys * sizeof(float));
@@ -224,6 +224,28 @@ static void test_share_plan_and_workspace(void **state)
             assert_true(w >= 1 && w <= 32 && (w & (w - 1)) == 0);
             assert_true(v <= SHARE_WIDE_VECTORS * w);
             assert_true(w == 1 || v > SHARE_WIDE_VECTORS * (w / 2));
+        }
+}
+
+/* The logits launch's parts: about all / busy where few batches have an essential head,
+ * none under SHARE_TILE keys, one where every batch has one. */
+static void test_logit_parts(void **state)
+{
+    (void)state;
+    const int mha[8] = {0, 0, 0, 0, 4, 4, 4, 4};   /* MHA, two essential heads of eight */
+    assert_int_equal(share_busy_batches(mha, 8, 1), 2);
+    assert_int_equal(share_logit_parts(8192, 2, 8), 4);
+    assert_int_equal(share_logit_parts(8192, 3, 8), 3);
+    assert_int_equal(share_logit_parts(128, 1, 32), 2);   /* 64 keys a part at the least */
+    assert_int_equal(share_logit_parts(64, 1, 32), 1);
+    assert_int_equal(share_logit_parts(8192, 8, 8), 1);
+    assert_int_equal(share_logit_parts(8192, 0, 8), 1);
+    const int gqa[8] = {0, 0, 0, 0, 0, 0, 0, 0};    /* g = 2 of 4 heads: one group keeps head 0 */
+    assert_int_equal(share_busy_batches(gqa, 2, 4), 1);
+    for (int chunk = 64; chunk <= 4096; chunk += 64)
+        for (int parts = 1; parts <= chunk / 64; ++parts) {
+            const int k = share_part_keys(chunk, parts);
+            assert_true((long)k * parts >= chunk && (long)k * (parts - 1) < chunk);
         }
 }
 
@@ -396,16 +418,20 @@ static void emulate_share(const problem_t *p, const split_plan_t *sp, uint64_t s
         to[i] = problem_share_target(p, i);
         rank[i] = to[i] == i ? r++ : -1;
     }
-    share_ws_t ws = share_ws_layout(S, h, E, keys, d, sp->splits);
+    const int parts = share_logit_parts(sp->chunk, share_busy_batches(to, g, group), (long)g * batches);
+    const int part_keys = share_part_keys(sp->chunk, parts), ctas = sp->splits * parts;
+    share_ws_t ws = share_ws_layout(S, h, E, keys, d, sp->splits, parts);
     char *w = calloc(1, ws.bytes);
     float *logits = (float *)(w + ws.logits), *stats = (float *)(w + ws.stats), *partials = (float *)(w + ws.partials);
     const float scale = (float)problem_scale(p);
     for (int s = 0; s < S; ++s)
         for (int j = 0; j < g; ++j)
             for (int b = 0; b < batches; ++b)
-                for (int split = 0; split < sp->splits; ++split) {
+                for (int cta = 0; cta < ctas; ++cta) {
                     const int first = share_batch_first(j, b, group), nh = share_batch_count(b, group);
-                    const int k0 = split * sp->chunk, k1 = k0 + sp->chunk < keys ? k0 + sp->chunk : keys;
+                    const int split = cta / parts, k0 = split * sp->chunk + cta % parts * part_keys;
+                    int k1 = (split + 1) * sp->chunk < keys ? (split + 1) * sp->chunk : keys;
+                    k1 = k0 + part_keys < k1 ? k0 + part_keys : k1;
                     for (int t = 0; t < nh; ++t) {
                         const int e = first + t;
                         if (rank[e] < 0) continue;
@@ -419,8 +445,8 @@ static void emulate_share(const problem_t *p, const split_plan_t *sp, uint64_t s
                             ml_add(&m, &l, dot, 1.0f);
                             k_read[s * g + j]++;
                         }
-                        stats[2 * share_stat_at(s, E, rank[e], sp->splits, split)] = m;
-                        stats[2 * share_stat_at(s, E, rank[e], sp->splits, split) + 1] = l;
+                        stats[2 * share_stat_at(s, E, rank[e], ctas, cta)] = m;
+                        stats[2 * share_stat_at(s, E, rank[e], ctas, cta) + 1] = l;
                     }
                 }
     for (int s = 0; s < S; ++s)
@@ -432,8 +458,8 @@ static void emulate_share(const problem_t *p, const split_plan_t *sp, uint64_t s
                     for (int t = 0; t < nh; ++t) {
                         const int r = rank[to[first + t]];
                         float m = -INFINITY, l = 0.0f;
-                        for (int k = 0; k < sp->splits; ++k) {
-                            const int64_t at = 2 * share_stat_at(s, E, r, sp->splits, k);
+                        for (int k = 0; k < ctas; ++k) {
+                            const int64_t at = 2 * share_stat_at(s, E, r, ctas, k);
                             ml_add(&m, &l, stats[at], stats[at + 1]);
                         }
                         for (int x = 0; x < d; ++x) {
@@ -468,6 +494,8 @@ static void test_emulated_kernel_matches_reference(void **state)
     static const struct { int h, g, d, ctx, gen, splits; double f; int map, peaked; } cases[] = {
         {8, 2, 16, 300, 5, 3, 0.5, 0, 0},  {12, 2, 16, 200, 3, 1, 0.3, 0, 1}, {9, 1, 8, 150, 2, 4, 0.8, 0, 0},
         {32, 8, 8, 100, 1, 2, 0.0, 1, 1},  {4, 4, 32, 1, 1, 1, 0.5, 0, 0},   {8, 8, 16, 129, 64, 5, 0.0, 0, 1},
+        /* MHA with most heads shared: the logits launch cuts its splits into parts */
+        {8, 8, 8, 1000, 5, 1, 0.8, 0, 0},  {12, 12, 8, 700, 9, 2, 0.7, 0, 1},
     };
     for (size_t c = 0; c < sizeof cases / sizeof cases[0]; ++c) {
         problem_t p = test_problem(2, 1, cases[c].h, cases[c].g, cases[c].d, cases[c].ctx, cases[c].gen);
@@ -537,6 +565,7 @@ int main(void)
         cmocka_unit_test(test_synthetic_maps),
         cmocka_unit_test(test_gqa_groups_lose_essential_heads),
         cmocka_unit_test(test_share_plan_and_workspace),
+        cmocka_unit_test(test_logit_parts),
         cmocka_unit_test(test_reference_same_group),
         cmocka_unit_test(test_reference_cross_group),
         cmocka_unit_test(test_peaked_values_exact),
