@@ -131,6 +131,24 @@ __device__ __forceinline__ int64_t share_row(const share_params &P, int s, int w
     return kv_contiguous_offset(g, src, which, j, pos);
 }
 
+/* The lane's U rows of K (which 0) or V (1) of kv head j from key `base` on, in the
+ * order both kernels walk them (row r of warp w at base + (u * WARPS + w) * rpw + r), raw
+ * and all requested before any is used; zeros from k1 on. */
+template <typename T, int CPL, int ADDR, int U, int WARPS>
+__device__ __forceinline__ void load_rows(const share_params &P, int s, int which, int j, int base, int k1, int warp,
+                                          int row, int sub, uint4 (&raw)[U][CPL])
+{
+    const T *kv = static_cast<const T *>(P.kv);
+    const int rpw = 32 / P.lpr;
+#pragma unroll
+    for (int u = 0; u < U; ++u) {
+        const int key = base + (u * WARPS + warp) * rpw + row;
+        const bool valid = key < k1;
+        load_raw<T, CPL>(kv, valid ? share_row<ADDR>(P, s, which, j, share_key_pos(P, s, key)) : 0, valid, sub,
+                         P.lpr, P.vectors, raw[u]);
+    }
+}
+
 template <typename T, int CPL, int ADDR, int NH>
 __global__ void __launch_bounds__(SHARE_THREADS, SHARE_CTAS_PER_SM) share_logits_kernel(const share_params P)
 {
@@ -163,19 +181,12 @@ __global__ void __launch_bounds__(SHARE_THREADS, SHARE_CTAS_PER_SM) share_logits
 #pragma unroll
     for (int t = 0; t < NH; ++t) m[t] = -INFINITY, l[t] = 0.0f;
 
-    const T *kv = static_cast<const T *>(P.kv);
     const int split = cta / P.parts, k0 = split * P.chunk + cta % P.parts * P.part_keys;
     const int k1 = min(min(share_keys_of(P, s), (split + 1) * P.chunk), k0 + P.part_keys);
     constexpr int U = SHARE_INFLIGHT / CPL;
     for (int base = k0; base < k1; base += U * WARPS * rpw) {
         uint4 raw[U][CPL];
-#pragma unroll
-        for (int u = 0; u < U; ++u) {
-            const int key = base + (u * WARPS + warp) * rpw + row;
-            const bool valid = key < k1;
-            load_raw<T, CPL>(kv, valid ? share_row<ADDR>(P, s, 0, j, share_key_pos(P, s, key)) : 0, valid, sub, lpr,
-                             P.vectors, raw[u]);
-        }
+        load_rows<T, CPL, ADDR, U, WARPS>(P, s, 0, j, base, k1, warp, row, sub, raw);
 #pragma unroll
         for (int u = 0; u < U; ++u) {
             const int key = base + (u * WARPS + warp) * rpw + row;
@@ -250,19 +261,17 @@ __global__ void __launch_bounds__(SHARE_THREADS, SHARE_CTAS_PER_SM) share_values
 #pragma unroll
         for (int e = 0; e < CPL * VEC; ++e) acc[t][e] = 0.0f;
 
-    const T *kv = static_cast<const T *>(P.kv);
     const int k0 = split * P.chunk, k1 = min(share_keys_of(P, s), k0 + P.chunk);
     constexpr int U = SHARE_INFLIGHT / CPL;
     for (int base = k0; base < k1; base += U * WARPS * rpw) {
         /* the rows' V and their logits, all requested before the first is used */
         uint4 raw[U][CPL];
         float logit[U][NH];
+        load_rows<T, CPL, ADDR, U, WARPS>(P, s, 1, j, base, k1, warp, row, sub, raw);
 #pragma unroll
         for (int u = 0; u < U; ++u) {
             const int key = base + (u * WARPS + warp) * rpw + row;
             const bool valid = key < k1;
-            load_raw<T, CPL>(kv, valid ? share_row<ADDR>(P, s, 1, j, share_key_pos(P, s, key)) : 0, valid, sub, lpr,
-                             P.vectors, raw[u]);
 #pragma unroll
             for (int t = 0; t < NH; ++t)
                 logit[u][t] = valid && t < nh ? P.logits[share_logit_at(s, P.essential, row_rank[t], P.keys, key)]
