@@ -281,6 +281,22 @@ __device__ __forceinline__ void load16_as_float(const T *src, float *dst)
 
 /* ---------------------------------------------------------------- PTX wrappers */
 
+/* 16 bytes read once: the read-only path and no L1 line; L2_256B also has the L2 fetch
+ * the 256 bytes around them, for loops whose instruction reads part of a line. */
+template <bool L2_256B = false> __device__ __forceinline__ uint4 ldg_once(const void *p)
+{
+    uint4 v;
+    if constexpr (L2_256B)
+        asm volatile("ld.global.nc.L1::no_allocate.L2::256B.v4.u32 {%0, %1, %2, %3}, [%4];\n"
+                     : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
+                     : "l"(p));
+    else
+        asm volatile("ld.global.nc.L1::no_allocate.v4.u32 {%0, %1, %2, %3}, [%4];\n"
+                     : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
+                     : "l"(p));
+    return v;
+}
+
 __device__ __forceinline__ uint32_t smem_addr(const void *p)
 {
     return (uint32_t)__cvta_generic_to_shared(p);

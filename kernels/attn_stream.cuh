@@ -34,16 +34,6 @@
 #define STREAM_MINB 8           /* CTAs per SM: caps registers at 128 */
 #define STREAM_NL 8             /* loads per lane per batch, of K and of V each: 8 KiB a warp in flight */
 
-/* K/V are read once: no L1 allocation. */
-__device__ __forceinline__ uint4 ldg_stream(const void *p)
-{
-    uint4 v;
-    asm volatile("ld.global.nc.L1::no_allocate.v4.u32 {%0, %1, %2, %3}, [%4];\n"
-                 : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
-                 : "l"(p));
-    return v;
-}
-
 template <typename T>
 __device__ __forceinline__ void unpack8(const uint4 &v, float (&f)[8])
 {
@@ -69,7 +59,7 @@ __global__ void __launch_bounds__(STREAM_THREADS, STREAM_MINB) attn_stream_kerne
 
     /* q: this lane's 8 elements, scaled into the log2 domain */
     float q[8];
-    unpack8<T>(ldg_stream(static_cast<const T *>(P.q) + row_id * STREAM_D + 8 * c), q);
+    unpack8<T>(ldg_once(static_cast<const T *>(P.q) + row_id * STREAM_D + 8 * c), q);
 #pragma unroll
     for (int e = 0; e < 8; ++e) q[e] *= P.scale_log2;
 
@@ -85,8 +75,8 @@ __global__ void __launch_bounds__(STREAM_THREADS, STREAM_MINB) attn_stream_kerne
             const int pos = base + 2 * i + half;
             if (pos < cc.k_hi) {
                 const T *row = kv + kv_row<ADDR>(P, cc.unit, cc.head, pos) + 8 * c;
-                kr[i] = ldg_stream(row);
-                vr[i] = ldg_stream(row + P.vstride);
+                kr[i] = ldg_once(row);
+                vr[i] = ldg_once(row + P.vstride);
             } else {
                 kr[i] = make_uint4(0, 0, 0, 0);
                 vr[i] = make_uint4(0, 0, 0, 0);

@@ -72,21 +72,11 @@ __device__ __forceinline__ void load_vectors(const T *base, int64_t off, bool va
  * flight (4 CTAs of 4 warps) where one row at a time held an eighth of that. */
 #define SHARE_INFLIGHT 8
 
-/* 16 bytes of the cache, which no launch of a step writes: the read-only path, no L1
- * line (each is read once) and 256-byte L2 fetches, since 4 lanes read 64 bytes of a row
- * an instruction and a row's 256 bytes come in four requests. On the H200 (MHA, B = 4,
- * 32k) the logits launch took 274 us this way against 294 us with plain loads. */
-__device__ __forceinline__ uint4 ldg_cache_row(const uint4 *p)
-{
-    uint4 r;
-    asm volatile("ld.global.nc.L1::no_allocate.L2::256B.v4.u32 {%0, %1, %2, %3}, [%4];"
-                 : "=r"(r.x), "=r"(r.y), "=r"(r.z), "=r"(r.w)
-                 : "l"(p));
-    return r;
-}
-
 /* The lane's 16-byte vectors (sub, sub + lpr, ...) of a row at element offset off of base,
- * raw; zeros past the row and for an invalid row. */
+ * raw, read once (ldg_once: the read-only path, no L1 line, 256-byte L2 fetches, since 4
+ * lanes read 64 bytes of a row an instruction; on the H200, MHA B = 4 at 32k, the logits
+ * launch took 274 us this way and 294 us with plain loads); zeros past the row and for an
+ * invalid row. */
 template <typename T, int CPL>
 __device__ __forceinline__ void load_raw(const T *base, int64_t off, bool valid, int sub, int lpr, int vectors,
                                          uint4 (&raw)[CPL])
@@ -95,7 +85,7 @@ __device__ __forceinline__ void load_raw(const T *base, int64_t off, bool valid,
 #pragma unroll
     for (int c = 0; c < CPL; ++c) {
         const int vi = sub + c * lpr;
-        raw[c] = valid && vi < vectors ? ldg_cache_row(row + vi) : make_uint4(0u, 0u, 0u, 0u);
+        raw[c] = valid && vi < vectors ? ldg_once<true>(row + vi) : make_uint4(0u, 0u, 0u, 0u);
     }
 }
 template <typename T, int CPL>
