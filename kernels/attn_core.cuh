@@ -942,13 +942,20 @@ __global__ void __launch_bounds__(ATTN_THREADS, (Tr::S::MINB)) attn_tc_kernel(co
      * bodies have no registers to spare.) */
     const bool affine = D <= 128 && (ADDR == ADDR_CTX || (ADDR != ADDR_PAGED && !P.indirection));
     const KS *kv0 = affine && ntiles > 0 ? kv + kv_row<ADDR>(P, c.unit, c.head, c.k_lo) : kv;
+    /* A paged cache whose blocks hold whole tiles (tiles start on a multiple of KT keys,
+     * blocks a multiple of KT long) is affine within each tile: its rows follow the first
+     * one's, whose place the ring of row offsets has, and the tile is copied as an affine
+     * one, without a place per row. */
+    const bool paged_tiles = D <= 128 && ADDR == ADDR_PAGED && !P.indirection && P.geom.block_size % S::KT == 0 &&
+                             c.k_lo % S::KT == 0;
     /* tile j's K and V rows into its stage */
     auto load_tile = [&](int j) {
         const uint32_t ks = smem_addr(pipe + (j % S::STAGES) * 2 * S::TILE_BYTES), vs = ks + S::TILE_BYTES;
-        if (affine) {
+        if (affine || paged_tiles) {
             /* Whole tiles (all but a CTA's last) need no per-row test where the chunk
              * columns divide the threads; other tiles and head dims test each row. */
-            const KS *tile = kv0 + (int64_t)j * S::KT * D;
+            const KS *tile = affine ? kv0 + (int64_t)j * S::KT * D
+                                    : kv + (int64_t)off_ring[(j % S::STAGES) * S::KT] * D;
             const int valid = c.k_hi - (c.k_lo + j * S::KT);
             if constexpr (S::KV_SWZ && ATTN_THREADS % (8 * S::KV_NCH) == 0) {
                 if (valid >= S::KT) {
