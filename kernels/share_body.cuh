@@ -134,9 +134,16 @@ __device__ __forceinline__ int64_t share_row(const share_params &P, int s, int w
     return kv_contiguous_offset(g, src, which, j, pos);
 }
 
-/* The lane's U rows of K (which 0) or V (1) of kv head j from key `base` on, in the
- * order both kernels walk them (row r of warp w at base + (u * WARPS + w) * rpw + r), raw
- * and all requested before any is used; zeros from k1 on. */
+/* The key of the lane's u-th row of a loop step from `base`, in the order both kernels
+ * walk them: row r of warp w at base + (u * WARPS + w) * rpw + r. */
+template <int WARPS>
+__device__ __forceinline__ int share_step_key(int base, int u, int warp, int rpw, int row)
+{
+    return base + (u * WARPS + warp) * rpw + row;
+}
+
+/* The lane's U rows of K (which 0) or V (1) of kv head j from key `base` on
+ * (share_step_key), raw and all requested before any is used; zeros from k1 on. */
 template <typename T, int CPL, int ADDR, int U, int WARPS>
 __device__ __forceinline__ void load_rows(const share_params &P, int s, int which, int j, int base, int k1, int warp,
                                           int row, int sub, uint4 (&raw)[U][CPL])
@@ -145,7 +152,7 @@ __device__ __forceinline__ void load_rows(const share_params &P, int s, int whic
     const int rpw = 32 / P.lpr;
 #pragma unroll
     for (int u = 0; u < U; ++u) {
-        const int key = base + (u * WARPS + warp) * rpw + row;
+        const int key = share_step_key<WARPS>(base, u, warp, rpw, row);
         const bool valid = key < k1;
         load_raw<T, CPL>(kv, valid ? share_row<ADDR>(P, s, which, j, share_key_pos(P, s, key)) : 0, valid, sub,
                          P.lpr, P.vectors, raw[u]);
@@ -192,7 +199,7 @@ __global__ void __launch_bounds__(SHARE_THREADS, SHARE_CTAS_PER_SM) share_logits
         load_rows<T, CPL, ADDR, U, WARPS>(P, s, 0, j, base, k1, warp, row, sub, raw);
 #pragma unroll
         for (int u = 0; u < U; ++u) {
-            const int key = base + (u * WARPS + warp) * rpw + row;
+            const int key = share_step_key<WARPS>(base, u, warp, rpw, row);
             const bool valid = key < k1;
             float v[CPL * VEC];
             raw_to_float<T, CPL>(raw[u], v);
@@ -273,7 +280,7 @@ __global__ void __launch_bounds__(SHARE_THREADS, SHARE_CTAS_PER_SM) share_values
         load_rows<T, CPL, ADDR, U, WARPS>(P, s, 1, j, base, k1, warp, row, sub, raw);
 #pragma unroll
         for (int u = 0; u < U; ++u) {
-            const int key = base + (u * WARPS + warp) * rpw + row;
+            const int key = share_step_key<WARPS>(base, u, warp, rpw, row);
             const bool valid = key < k1;
 #pragma unroll
             for (int t = 0; t < NH; ++t)
@@ -372,7 +379,8 @@ cudaError_t launch_dtype(const share_params &P, cudaStream_t stream)
  * heads are the problem's map's, or every head (essential == heads: select's). */
 static int share_parts_of(const problem_t *p, int essential, const attn_plan_t *plan)
 {
-    int *to = essential < p->heads ? (int *)malloc((size_t)p->heads * sizeof(int)) : NULL;
+    if (essential >= p->heads) return 1;   /* every batch has an essential head */
+    int *to = (int *)malloc((size_t)p->heads * sizeof(int));
     if (!to) return 1;   /* one part a split: correct, only slower */
     for (int i = 0; i < p->heads; ++i) to[i] = problem_share_target(p, i);
     const int group = problem_group(p);

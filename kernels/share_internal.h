@@ -95,7 +95,6 @@ HD share_ws_t share_ws_layout(int streams, int heads, int essential, int keys, i
     return w;
 }
 
-
 /* Element indices into the workspace's sections (floats; statistics in pairs). */
 HD int64_t share_logit_at(int stream, int essential, int rank, int keys, int key)
 {
@@ -114,12 +113,6 @@ HD int64_t share_partial_at(int split, int streams, int stream, int heads, int h
  * per row (a power of two up to 32, at least the vectors where they fit) and vectors
  * per lane (1, or 2 for a row of 64 fp32 vectors). */
 HD int share_row_vectors(int d, int es) { return d * es / 16; }
-HD int share_lanes_per_row(int vectors)
-{
-    int l = 1;
-    while (l < vectors && l < 32) l *= 2;
-    return l;
-}
 /* The lanes a row takes when each lane takes up to per_lane of its vectors: the fewest, a
  * power of two dividing the warp, with lanes x per_lane covering the row where 32 can. */
 HD int share_lanes_per_row_of(int vectors, int per_lane)
@@ -128,6 +121,8 @@ HD int share_lanes_per_row_of(int vectors, int per_lane)
     while (l * per_lane < vectors && l < 32) l *= 2;
     return l;
 }
+/* The lanes per row of the comment above: one vector a lane where 32 lanes cover the row. */
+HD int share_lanes_per_row(int vectors) { return share_lanes_per_row_of(vectors, 1); }
 /* Vectors a lane takes of a row on one head a CTA (MHA). */
 #define SHARE_WIDE_VECTORS 4
 
